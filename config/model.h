@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The validated configuration: every key of the TOML subset described in
+ * DESIGN.md, with defaults applied. Parsing lives in toml.c; this module turns
+ * the parsed tree into struct mx_config, rejecting unknown keys and bad values
+ * with file:line:col diagnostics, and resolves secret references.
+ */
+#ifndef MX_MODEL_H
+#define MX_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "secret.h"
+
+enum mx_prefix_mode {
+    MX_PREFIX_CONDITIONAL = 0,
+    MX_PREFIX_ALWAYS = 1,
+};
+
+enum mx_session_mode {
+    MX_SESSION_SHARED = 0,
+    MX_SESSION_PER_CLIENT = 1,
+};
+
+enum mx_transport {
+    MX_TRANSPORT_HTTP = 0,  /* Streamable HTTP (url) */
+    MX_TRANSPORT_SSE = 1,   /* legacy HTTP+SSE (url, transport = "sse") */
+    MX_TRANSPORT_STDIO = 2, /* command */
+};
+
+enum mx_start_mode {
+    MX_START_LAZY = 0,
+    MX_START_EAGER = 1,
+};
+
+struct mx_strv {
+    char **v;
+    size_t cnt;
+};
+
+struct mx_server_cfg {
+    char *name;
+    int line; /* where [servers.NAME] was declared */
+
+    enum mx_transport transport;
+    char *url;               /* http(s) URL, NULL for stdio */
+    struct mx_strv command;  /* argv for stdio upstreams */
+    char *cwd;               /* NULL: inherit */
+    struct mx_strv env;      /* "NAME" or "NAME=<secret ref>" entries */
+    enum mx_start_mode start;
+
+    enum mx_auth_kind auth;
+    char *auth_name;         /* cookie or header name for MX_AUTH_COOKIE/HEADER */
+    char *secret_ref;        /* reference text ("vault:files"), NULL when none */
+    struct mx_secret *secret; /* set by mx_config_resolve_secrets() */
+
+    struct mx_strv tools;    /* allow-list of glob patterns; empty: all */
+    char *wake;              /* "cmd:..." or "url:...", NULL when none */
+    int *retry_on;           /* HTTP statuses meaning "not awake yet" */
+    size_t retry_on_cnt;
+    char *alias;             /* prefix when names are prefixed; defaults to name */
+    enum mx_session_mode session;
+    int64_t max_concurrency;
+    int64_t keepalive_ms;
+    int64_t request_timeout_ms;
+    int64_t wake_timeout_ms;
+    int64_t idle_close_ms;
+};
+
+struct mx_listen_cfg {
+    char *address;           /* "127.0.0.1:8443", "[::1]:8443" */
+    bool tls;
+    char *cert;              /* NULL: state_dir default */
+    char *key;
+    char *client_token_ref;
+    struct mx_secret *client_token;
+    struct mx_strv allowed_origins;
+    bool allow_remote;
+    int64_t max_body;        /* bytes, default 4 MiB */
+    int64_t max_header;      /* bytes of request head, default 64 KiB */
+    int64_t max_connections; /* default 1024 */
+    int64_t header_timeout_ms; /* default 10 s */
+    int64_t idle_timeout_ms;   /* default 120 s */
+    int64_t session_idle_ms;   /* client session expiry, default 30 min */
+};
+
+struct mx_proxy_cfg {
+    char *trace;             /* JSONL trace path or NULL */
+    char *vault;             /* expanded path */
+    char *state_dir;         /* expanded path */
+    enum mx_prefix_mode prefix;
+    int64_t name_budget;
+    int64_t request_timeout_ms;
+    int64_t wake_timeout_ms;
+    int64_t idle_close_ms;
+    char *log_level;         /* "error" | "warn" | "info" | "debug" */
+};
+
+struct mx_config {
+    char *path;              /* file it was read from */
+    struct mx_listen_cfg listen;
+    struct mx_proxy_cfg proxy;
+    struct mx_server_cfg *servers;
+    size_t server_cnt;
+};
+
+/*
+ * Parse and validate |len| bytes of |text|; |path| names the file in
+ * diagnostics. Does not resolve secrets. Returns 0 and |*out| (free with
+ * mx_config_free), or MX_EINVAL with |diag| set.
+ */
+int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
+                    struct mx_diag *diag);
+
+/* Read |path| and parse it. Returns as mx_config_parse, or MX_ENOTFOUND / MX_EIO. */
+int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag);
+
+/*
+ * Resolve every secret reference (servers, client token). Returns 0 or the
+ * first failure from mx_secret_resolve with |diag| naming the server and
+ * the reference.
+ */
+int mx_config_resolve_secrets(struct mx_config *cfg, struct mx_diag *diag);
+
+/* Wipes secrets and frees; accepts NULL. */
+void mx_config_free(struct mx_config *cfg);
+
+/*
+ * The config path to use: |arg| if non-NULL, else $MCPLEX_CONFIG, else
+ * ./mcplex.toml if it exists, else $XDG_CONFIG_HOME/mcplex/mcplex.toml
+ * (XDG default ~/.config). Returns a new string the caller frees.
+ */
+char *mx_config_find(const char *arg);
+
+/* Find a server by name; NULL if absent. */
+const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
+
+/* Expand a leading "~/" with $HOME; returns a new string. */
+char *mx_path_expand(const char *path);
+
+#endif

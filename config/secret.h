@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Secret references ("vault:NAME", "env:NAME", "file:PATH", "cmd:COMMAND")
+ * resolved into an opaque struct mx_secret. No function returns the value as
+ * a string a logger could see: a secret can only be written into an outgoing
+ * header, compared in constant time, redacted out of a buffer, or wiped.
+ */
+#ifndef MX_SECRET_H
+#define MX_SECRET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+struct mx_secret;
+
+enum mx_auth_kind {
+    MX_AUTH_NONE = 0,
+    MX_AUTH_BEARER = 1, /* Authorization: Bearer <secret> */
+    MX_AUTH_COOKIE = 2, /* Cookie: <name>=<secret> */
+    MX_AUTH_HEADER = 3, /* <name>: <secret> */
+};
+
+/*
+ * Resolve |ref|. |vault_path| is the vault file for "vault:" references.
+ * "file:" and vault files must be owned by the user and not readable by group
+ * or others. "cmd:" runs the command without a shell (split on spaces) and
+ * takes its stdout, trailing newline removed. The value must be non-empty and
+ * free of CR, LF and NUL (it goes into a header).
+ * Returns 0 and sets |*out| (caller frees with mx_secret_free), or
+ * MX_EINVAL (bad reference), MX_ENOTFOUND, MX_EPERM (file mode/owner),
+ * MX_EIO; |diag| then says what is wrong, naming the reference, never a value.
+ */
+int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
+                      struct mx_diag *diag);
+
+/* Wrap |len| bytes of |p| (copied) as a secret; used by tests and the vault. */
+struct mx_secret *mx_secret_new(const char *p, size_t len);
+
+/* Wipes and frees; accepts NULL. */
+void mx_secret_free(struct mx_secret *s);
+
+/* Constant-time comparison of the secret with |p|,|len|. */
+bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len);
+
+/*
+ * A new NUL-terminated header line for |kind| ("Authorization: Bearer …",
+ * "Cookie: NAME=…", "NAME: …"), or NULL for MX_AUTH_NONE. The caller must
+ * release it with mx_secret_wipe_free(), which wipes it first.
+ */
+char *mx_secret_header_new(const struct mx_secret *s, enum mx_auth_kind kind, const char *name);
+
+/* Wipe a NUL-terminated string and free it; accepts NULL. */
+void mx_secret_wipe_free(char *p);
+
+/*
+ * Overwrite every occurrence of the secret's value in |p|,|len| with '*'.
+ * Returns the number of occurrences replaced.
+ */
+size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len);
+
+#endif

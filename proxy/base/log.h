@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Logging to stderr, one line per event: time, level, subsystem, message.
+ * Nothing here accepts a secret; callers pass names, never values.
+ */
+#ifndef MX_LOG_H
+#define MX_LOG_H
+
+#include <stdbool.h>
+
+enum mx_log_level {
+    MX_LOG_ERR = 0,
+    MX_LOG_WARN = 1,
+    MX_LOG_INFO = 2,
+    MX_LOG_DEBUG = 3,
+};
+
+enum mx_log_format {
+    MX_LOG_TEXT = 0,
+    MX_LOG_JSON = 1,
+};
+
+void mx_log_set_level(enum mx_log_level level);
+void mx_log_set_format(enum mx_log_format format);
+bool mx_log_enabled(enum mx_log_level level);
+/* Parse "error", "warn", "info", "debug"; returns 0 or MX_EINVAL. */
+int mx_log_level_parse(const char *s, enum mx_log_level *out);
+
+void mx_log(enum mx_log_level level, const char *subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mx_fatal(const char *subsys, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
+__attribute__((noreturn));
+
+#define mx_log_err(sub, ...)  mx_log(MX_LOG_ERR, (sub), __VA_ARGS__)
+#define mx_log_warn(sub, ...) mx_log(MX_LOG_WARN, (sub), __VA_ARGS__)
+#define mx_log_info(sub, ...) mx_log(MX_LOG_INFO, (sub), __VA_ARGS__)
+/* Tested before the arguments are evaluated or formatted. */
+#define mx_log_debug(sub, ...)                                                                     \
+    do {                                                                                           \
+        if (mx_log_enabled(MX_LOG_DEBUG))                                                          \
+            mx_log(MX_LOG_DEBUG, (sub), __VA_ARGS__);                                              \
+    } while (0)
+
+/* Always on: invariants only, never input checks. */
+#define MX_ASSERT(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            mx_fatal("assert", "%s:%d: %s", __FILE__, __LINE__, #cond);                            \
+    } while (0)
+
+#endif

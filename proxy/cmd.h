@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Subcommands. Each takes argv with argv[0] the command name and returns the
+ * process exit status.
+ */
+#ifndef MX_CMD_H
+#define MX_CMD_H
+
+struct mx_cmd {
+    const char *name;
+    const char *help;
+    int (*run)(int argc, char **argv);
+};
+
+#include "cmd_config.h"
+
+int mx_cmd_serve(int argc, char **argv);
+
+#endif

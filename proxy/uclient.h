@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The upstream HTTP client: libcurl's multi interface driven by the libev
+ * loop through CURLMOPT_SOCKETFUNCTION/TIMERFUNCTION (nothing blocks the
+ * loop, connections are reused, HTTP/2 multiplexing where offered).
+ * Responses stream: head once, then body chunks as they arrive.
+ *
+ * A request body is sent through a read callback, and a rewind request from
+ * libcurl (it wants to re-send on a reused connection that turned out to be
+ * dead) is refused unless the caller said the request may be repeated: a
+ * request that may have reached the server is never sent twice behind the
+ * caller's back.
+ */
+#ifndef MX_UCLIENT_H
+#define MX_UCLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <ev.h>
+
+#include "req.h"
+
+struct mx_uclient;
+struct mx_ureq;
+
+struct mx_ureq_info {
+    bool body_sent;        /* the whole request body left this process */
+    bool response_started; /* at least one byte of a response arrived */
+    long http_status;      /* 0 if no response head */
+    double connect_s;      /* timings from libcurl, seconds; 0 if not known */
+    double appconnect_s;
+    double starttransfer_s;
+    double total_s;
+    bool reused;           /* the connection was reused */
+};
+
+struct mx_ureq_cbs {
+    /* The final response head (1xx skipped); called at most once. */
+    void (*on_head)(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                    void *data);
+    /*
+     * Body bytes as they arrive. Return 0 to continue or MX_EAGAIN to pause
+     * the transfer (the bytes passed were consumed); resume with
+     * mx_ureq_resume().
+     */
+    int (*on_data)(struct mx_ureq *u, const char *p, size_t len, void *data);
+    /*
+     * Exactly once, unless mx_ureq_cancel() was called first. |err| is 0
+     * (the response completed; any status), MX_ETIMEDOUT, MX_ECLOSED
+     * (connection refused, reset or closed early), MX_EUPSTREAM (other
+     * transport failure). |info| tells what was sent and received. The
+     * request is freed after on_done returns.
+     */
+    void (*on_done)(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
+};
+
+struct mx_ureq_opts {
+    const char *method;      /* "POST", "GET", "DELETE" */
+    const char *url;
+    const char *const *headers; /* "Name: value" lines; may hold secrets: */
+    size_t header_cnt;       /* copies are wiped after the transfer */
+    const void *body;        /* copied; may be NULL */
+    size_t body_len;
+    long timeout_ms;         /* whole transfer; 0: none */
+    long connect_timeout_ms; /* 0: libcurl default */
+    bool may_repeat;         /* allow libcurl to re-send the body (idempotent) */
+    const char *ca_file;     /* extra CA bundle for https upstreams; NULL: system */
+};
+
+/* Returns NULL only on libcurl initialisation failure. */
+struct mx_uclient *mx_uclient_new(struct ev_loop *loop);
+/* Cancels every transfer without callbacks and frees; accepts NULL. */
+void mx_uclient_free(struct mx_uclient *c);
+
+/*
+ * Start a request. Returns 0 and |*out| (borrowed: valid until on_done
+ * returns or mx_ureq_cancel()), or MX_EINVAL / MX_EUPSTREAM, in which case no
+ * callback is called. Callbacks never run from inside mx_ureq_start().
+ */
+int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
+                  const struct mx_ureq_cbs *cbs, void *data, struct mx_ureq **out);
+
+/* Abort the transfer; no callback runs afterwards. Safe inside callbacks. */
+void mx_ureq_cancel(struct mx_ureq *u);
+
+/* Resume a transfer paused by on_data returning MX_EAGAIN. */
+void mx_ureq_resume(struct mx_ureq *u);
+
+/* Number of live transfers (for tests and /health). */
+size_t mx_uclient_active(const struct mx_uclient *c);
+
+#endif
