@@ -62,6 +62,9 @@ void *mx_req_handler_data(const struct mx_req *req);
  * Transfer-Encoding are managed here: with |body_len| >= 0 the length is
  * known; with -1 the body is streamed (chunked on HTTP/1.1).
  * Returns 0, MX_EINVAL if already started, or MX_ECLOSED.
+ *
+ * MX_ECLOSED from any response call means the client is gone: on_abort will
+ * not be called for it, and the handler must forget |req| at once.
  */
 int mx_req_start(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
                  long long body_len);

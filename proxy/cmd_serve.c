@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex serve`: load the config, resolve its secrets, run the gateway on
+ * libev's default loop. SIGTERM/SIGINT stop accepting, let in-flight
+ * requests finish (bounded) and exit 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <ev.h>
+
+#include "alloc.h"
+#include "cmd.h"
+#include "gateway.h"
+#include "log.h"
+
+#define DRAIN_LIMIT_S 10.0
+
+struct serve {
+    struct mx_gateway *gw;
+    ev_signal sigterm;
+    ev_signal sigint;
+    ev_signal sighup;
+    ev_timer drain;
+    ev_tstamp drain_started;
+    bool draining;
+};
+
+static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct serve *s = mx_container_of(w, struct serve, drain);
+    (void)revents;
+    if (s->gw->inflight == 0 || ev_now(loop) - s->drain_started > DRAIN_LIMIT_S) {
+        if (s->gw->inflight)
+            mx_log_warn("serve", "%zu requests still in flight after %.0f s; exiting",
+                        s->gw->inflight, DRAIN_LIMIT_S);
+        ev_break(loop, EVBREAK_ALL);
+    }
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    struct serve *s = w->data;
+    (void)revents;
+    if (s->draining) {
+        mx_log_info("serve", "second signal: exiting now");
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    s->draining = true;
+    mx_log_info("serve", "signal %d: draining %zu in-flight requests", w->signum,
+                s->gw->inflight);
+    mx_httpd_stop_accepting(s->gw->httpd);
+    s->drain_started = ev_now(loop);
+    ev_timer_init(&s->drain, drain_cb, 0.0, 0.05);
+    ev_timer_start(loop, &s->drain);
+}
+
+static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop;
+    (void)w;
+    (void)revents;
+    mx_log_warn("serve", "SIGHUP: reloading is not supported by this version; restart mcplex "
+                         "to apply config changes");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mcplex serve [-c FILE] [--log-level error|warn|info|debug] "
+               "[--port-file FILE]\n"
+               "\n"
+               "Runs the gateway in the foreground; logs go to stderr.\n"
+               "  -c FILE           config (default: $MCPLEX_CONFIG, ./mcplex.toml,\n"
+               "                    $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
+               "  --log-level L     overrides [proxy] log_level\n"
+               "  --port-file FILE  write the bound port there once listening\n");
+}
+
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+static bool is_loopback_address(const char *addr)
+{
+    return strncmp(addr, "127.", 4) == 0 || strncmp(addr, "[::1]:", 6) == 0 ||
+           strncmp(addr, "localhost:", 10) == 0;
+}
+
+int mx_cmd_serve(int argc, char **argv)
+{
+    const char *cfg_arg = NULL, *level_arg = NULL, *port_file = NULL;
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"log-level", required_argument, NULL, 'l'},
+                                         {"port-file", required_argument, NULL, 'p'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            cfg_arg = optarg;
+            break;
+        case 'l':
+            level_arg = optarg;
+            break;
+        case 'p':
+            port_file = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    struct mx_diag diag = {0};
+    char msg[1024];
+    struct mx_config *cfg = NULL;
+    char *path = mx_config_find(cfg_arg);
+    if (mx_config_load(path, &cfg, &diag) != 0) {
+        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+        free(path);
+        return 1;
+    }
+    free(path);
+    enum mx_log_level level = MX_LOG_INFO;
+    const char *lv = level_arg ? level_arg : cfg->proxy.log_level;
+    if (lv && mx_log_level_parse(lv, &level) != 0) {
+        fprintf(stderr, "mcplex: unknown log level '%s'\n", lv);
+        mx_config_free(cfg);
+        return 2;
+    }
+    mx_log_set_level(level);
+    if (cfg->listen.tls) {
+        fprintf(stderr, "mcplex: %s: [listen] tls = true, but this version serves plain HTTP "
+                        "only; set tls = false\n",
+                cfg->path);
+        mx_config_free(cfg);
+        return 1;
+    }
+    if (!is_loopback_address(cfg->listen.address) && !cfg->listen.allow_remote) {
+        fprintf(stderr,
+                "mcplex: %s: [listen] address %s is not loopback; set allow_remote = true "
+                "and a client_token to expose mcplex beyond this machine\n",
+                cfg->path, cfg->listen.address);
+        mx_config_free(cfg);
+        return 1;
+    }
+    if (mx_config_resolve_secrets(cfg, &diag) != 0) {
+        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+        mx_config_free(cfg);
+        return 1;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+        mx_config_free(cfg);
+        return 1;
+    }
+    struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
+    struct serve s = {0};
+    s.gw = mx_gateway_new(loop, cfg, &diag);
+    if (s.gw == NULL) {
+        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+        mx_config_free(cfg);
+        curl_global_cleanup();
+        return 1;
+    }
+    ev_signal_init(&s.sigterm, stop_cb, SIGTERM);
+    ev_signal_init(&s.sigint, stop_cb, SIGINT);
+    ev_signal_init(&s.sighup, hup_cb, SIGHUP);
+    s.sigterm.data = s.sigint.data = &s;
+    ev_signal_start(loop, &s.sigterm);
+    ev_signal_start(loop, &s.sigint);
+    ev_signal_start(loop, &s.sighup);
+
+    const char *a = cfg->listen.address;
+    const char *colon = strrchr(a, ':');
+    mx_log_info("serve", "mcplex %s listening on http://%.*s:%d (%zu upstreams)", MX_VERSION,
+                (int)(colon - a), a, s.gw->port, cfg->server_cnt);
+    for (size_t i = 0; i < s.gw->upstream_cnt; i++)
+        mx_log_info("serve", "  http://%.*s:%d/mcp/%s -> %s", (int)(colon - a), a, s.gw->port,
+                    s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
+    if (port_file && write_port_file(port_file, s.gw->port) != 0)
+        mx_log_warn("serve", "cannot write port file %s: %s", port_file, strerror(errno));
+
+    ev_run(loop, 0);
+
+    ev_signal_stop(loop, &s.sigterm);
+    ev_signal_stop(loop, &s.sigint);
+    ev_signal_stop(loop, &s.sighup);
+    ev_timer_stop(loop, &s.drain);
+    mx_gateway_free(s.gw);
+    curl_global_cleanup();
+    mx_log_info("serve", "stopped");
+    return 0;
+}

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /mcp/<server>: relay one client request to one upstream with the
+ * upstream's credential from the vault, and stream the answer back as it
+ * arrives (JSON or SSE, event by event, never buffered whole). MCP headers
+ * pass through; the client's own Authorization never does. An upstream's
+ * 401/403 or failure reaches the client as a JSON-RPC error naming the
+ * server, never as a bare 401 (which would send MCP clients into OAuth).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "gateway.h"
+#include "log.h"
+#include "rpc.h"
+#include "sse.h"
+
+#define TRACE_JSON_CAP (4 * 1024 * 1024)
+
+/* MCP Streamable HTTP headers relayed client → upstream. */
+static const char *const pass_req[] = {"Mcp-Session-Id", "MCP-Protocol-Version", "Accept",
+                                       "Content-Type", "Last-Event-ID"};
+/* and upstream → client */
+static const char *const pass_resp[] = {"Content-Type", "Mcp-Session-Id", "MCP-Protocol-Version",
+                                        "Cache-Control", "Retry-After"};
+
+struct fwd {
+    struct mx_gateway *gw;
+    struct mx_upstream *up;
+    struct mx_req *req;
+    struct mx_ureq *ureq;
+    json_t *rpc_id;    /* id of the client's JSON-RPC request, if it was one */
+    char *session;     /* Mcp-Session-Id for the trace */
+    bool is_sse;
+    bool swallow;      /* the answer was replaced by our own; drop upstream bytes */
+    bool responded;    /* we started a response to the client */
+    struct mx_sse_decoder sse;
+    struct mx_buf json; /* a JSON answer, kept for the trace */
+};
+
+static void fwd_free(struct fwd *f)
+{
+    f->gw->inflight--;
+    json_decref(f->rpc_id);
+    free(f->session);
+    mx_sse_decoder_clear(&f->sse);
+    mx_buf_clear(&f->json);
+    free(f);
+}
+
+static void trace(struct fwd *f, const char *dir, struct mx_str msg)
+{
+    mx_trace_msg(f->gw->trace, dir, f->up->cfg->name, f->session, msg);
+}
+
+static int on_sse_event(const struct mx_sse_event *ev, void *data)
+{
+    struct fwd *f = data;
+    trace(f, "s2c", ev->data);
+    return 0;
+}
+
+/* Replace the upstream's answer with our own, as JSON-RPC when we can. */
+static void answer_error(struct fwd *f, int http_status, int rpc_code, const char *msg)
+{
+    f->responded = true;
+    f->swallow = true;
+    if (f->rpc_id) {
+        /* MCP clients read protocol errors from the body; HTTP 200 keeps them
+         * from treating an upstream problem as one of mcplex's own. */
+        json_t *e = mx_rpc_error_new(f->rpc_id, rpc_code, msg,
+                                     json_pack("{s:s}", "server", f->up->cfg->name));
+        char *body = mx_rpc_dump(e);
+        json_decref(e);
+        trace(f, "s2c", mx_str_cstr(body));
+        mx_req_respond(f->req, 200, NULL, 0, "application/json", body, strlen(body));
+        free(body);
+    } else {
+        mx_gateway_error(f->req, http_status, msg);
+    }
+    f->req = NULL; /* answered: the request is no longer ours */
+}
+
+static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                    void *data)
+{
+    struct fwd *f = data;
+    char msg[512];
+    (void)u;
+    enum mx_upstream_event ev = mx_upstream_classify_status(f->up, status);
+    mx_upstream_note(f->up, ev);
+    if (ev == MX_UPSTREAM_EV_AUTH_REFUSED) {
+        snprintf(msg, sizeof(msg),
+                 "upstream '%s' refused its credential (HTTP %ld); check the secret %s",
+                 f->up->cfg->name, status,
+                 f->up->cfg->secret_ref ? f->up->cfg->secret_ref : "(none configured)");
+        mx_log_warn("forward", "up:%s answered %ld: credential refused", f->up->cfg->name,
+                    status);
+        answer_error(f, 502, MX_RPC_UPSTREAM_AUTH, msg);
+        return;
+    }
+    if (status >= 500 || ev == MX_UPSTREAM_EV_NOT_AWAKE) {
+        snprintf(msg, sizeof(msg), "upstream '%s' answered HTTP %ld", f->up->cfg->name, status);
+        answer_error(f, 502, ev == MX_UPSTREAM_EV_NOT_AWAKE ? MX_RPC_UPSTREAM_UNAVAILABLE
+                                                            : MX_RPC_UPSTREAM_HTTP,
+                     msg);
+        return;
+    }
+
+    struct mx_hdr_out out[8];
+    char *vals[8];
+    size_t n = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        for (size_t k = 0; k < sizeof(pass_resp) / sizeof(pass_resp[0]) && n < 8; k++) {
+            if (!mx_str_caseeq_cstr(hdrs[i].name, pass_resp[k]))
+                continue;
+            vals[n] = mx_xstrndup(hdrs[i].value.p, hdrs[i].value.len);
+            out[n].name = pass_resp[k];
+            out[n].value = vals[n];
+            if (k == 0 && mx_str_has_prefix(hdrs[i].value, MX_STR_LIT("text/event-stream")))
+                f->is_sse = true;
+            if (k == 1 && f->session == NULL)
+                f->session = mx_xstrndup(hdrs[i].value.p, hdrs[i].value.len);
+            n++;
+        }
+    }
+    f->responded = true;
+    int rc = mx_req_start(f->req, (int)status, out, n, -1);
+    for (size_t i = 0; i < n; i++)
+        free(vals[i]);
+    if (rc) {
+        /* client gone: nothing left to relay to */
+        f->req = NULL;
+        f->swallow = true;
+        mx_ureq_cancel(f->ureq);
+        fwd_free(f);
+    }
+}
+
+static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
+{
+    struct fwd *f = data;
+    (void)u;
+    if (f->swallow)
+        return 0;
+    if (f->gw->trace) {
+        if (f->is_sse) {
+            if (mx_sse_decode(&f->sse, p, len) == MX_ELIMIT)
+                mx_log_debug("forward", "up:%s SSE event over trace cap", f->up->cfg->name);
+        } else {
+            mx_buf_append(&f->json, p, len);
+        }
+    }
+    int rc = mx_req_write(f->req, p, len);
+    if (rc == MX_EAGAIN)
+        return MX_EAGAIN; /* slow client: pause the upstream transfer until drained */
+    if (rc) {
+        mx_ureq_cancel(f->ureq);
+        fwd_free(f);
+        return MX_EAGAIN;
+    }
+    return 0;
+}
+
+static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct fwd *f = data;
+    char msg[512];
+    (void)u;
+    if (f->swallow) {
+        fwd_free(f);
+        return;
+    }
+    if (err == 0) {
+        if (!f->is_sse && mx_buf_len(&f->json))
+            trace(f, "s2c", mx_buf_str(&f->json));
+        mx_req_end(f->req);
+        fwd_free(f);
+        return;
+    }
+    if (f->responded) {
+        /* The answer broke mid-stream: end the client's stream the same way. */
+        mx_log_warn("forward", "up:%s stream broke: %s", f->up->cfg->name, mx_strerror(err));
+        mx_req_reset(f->req);
+        fwd_free(f);
+        return;
+    }
+    mx_upstream_note(f->up, err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT
+                                                : MX_UPSTREAM_EV_UNREACHABLE);
+    if (err == MX_ETIMEDOUT)
+        snprintf(msg, sizeof(msg), "upstream '%s' did not answer in time", f->up->cfg->name);
+    else if (info->body_sent)
+        snprintf(msg, sizeof(msg),
+                 "upstream '%s' closed the connection after the request was sent; "
+                 "its outcome is unknown",
+                 f->up->cfg->name);
+    else
+        snprintf(msg, sizeof(msg), "upstream '%s' is unreachable (%s)", f->up->cfg->name,
+                 mx_strerror(err));
+    mx_log_warn("forward", "%s", msg);
+    answer_error(f, err == MX_ETIMEDOUT ? 504 : 502,
+                 err == MX_ETIMEDOUT    ? MX_RPC_UPSTREAM_TIMEOUT
+                 : info->body_sent      ? MX_RPC_OUTCOME_UNKNOWN
+                                        : MX_RPC_UPSTREAM_UNAVAILABLE,
+                 msg);
+    fwd_free(f);
+}
+
+static void on_client_drain(struct mx_req *req, void *data)
+{
+    struct fwd *f = data;
+    (void)req;
+    mx_ureq_resume(f->ureq);
+}
+
+static void on_client_abort(struct mx_req *req, void *data)
+{
+    struct fwd *f = data;
+    (void)req;
+    mx_log_debug("forward", "up:%s client went away; cancelling", f->up->cfg->name);
+    mx_ureq_cancel(f->ureq);
+    fwd_free(f);
+}
+
+static const struct mx_ureq_cbs cbs = {on_head, on_data, on_done};
+
+void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
+{
+    struct mx_str method = mx_req_method(req);
+    struct mx_str body = mx_req_body(req);
+    char method_z[16];
+    const char *lines[8];
+    char *owned[8];
+    size_t n = 0;
+
+    if (up->cfg->url == NULL) {
+        mx_gateway_error(req, 501, "this server is not an HTTP upstream");
+        return;
+    }
+    if (!mx_str_eq(method, MX_STR_LIT("POST")) && !mx_str_eq(method, MX_STR_LIT("GET")) &&
+        !mx_str_eq(method, MX_STR_LIT("DELETE"))) {
+        mx_gateway_error(req, 405, "use POST, GET or DELETE");
+        return;
+    }
+    snprintf(method_z, sizeof(method_z), "%.*s", (int)method.len, method.p);
+
+    struct fwd *f = mx_xcalloc(1, sizeof(*f));
+    f->gw = gw;
+    f->up = up;
+    f->req = req;
+    gw->inflight++;
+    mx_sse_decoder_init(&f->sse, TRACE_JSON_CAP, on_sse_event, f);
+    mx_buf_init(&f->json, TRACE_JSON_CAP);
+    const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
+    if (sid)
+        f->session = mx_xstrndup(sid->p, sid->len);
+
+    if (body.len) {
+        json_t *msg = mx_rpc_parse(body);
+        if (msg && mx_rpc_classify(msg) == MX_RPC_REQUEST)
+            f->rpc_id = json_incref(json_object_get(msg, "id"));
+        json_decref(msg);
+        trace(f, "c2s", body);
+    }
+
+    for (size_t k = 0; k < sizeof(pass_req) / sizeof(pass_req[0]); k++) {
+        const struct mx_str *v = mx_req_header(req, pass_req[k]);
+        if (v == NULL)
+            continue;
+        owned[n] = mx_xasprintf("%s: %.*s", pass_req[k], (int)v->len, v->p);
+        lines[n] = owned[n];
+        n++;
+    }
+    char *auth = mx_secret_header_new(up->cfg->secret, up->cfg->auth, up->cfg->auth_name);
+    if (auth)
+        lines[n++] = auth;
+
+    struct mx_ureq_opts o = {0};
+    o.method = method_z;
+    o.url = up->cfg->url;
+    o.headers = lines;
+    o.header_cnt = n;
+    o.body = body.p;
+    o.body_len = body.len;
+    /* A GET opens a long-lived SSE stream: no total timeout on it. */
+    o.timeout_ms = mx_str_eq(method, MX_STR_LIT("GET")) ? 0 : (long)up->cfg->request_timeout_ms;
+    o.connect_timeout_ms = 10000;
+    o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
+
+    int rc = mx_ureq_start(gw->uclient, &o, &cbs, f, &f->ureq);
+    mx_secret_wipe_free(auth);
+    for (size_t i = 0; i < n - (auth ? 1 : 0); i++)
+        free(owned[i]);
+    if (rc) {
+        answer_error(f, 502, MX_RPC_UPSTREAM_UNAVAILABLE, "cannot start the upstream request");
+        fwd_free(f);
+        return;
+    }
+    mx_req_set_handler(req, on_client_drain, on_client_abort, f);
+}

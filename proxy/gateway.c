@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/* Gateway assembly and request routing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "gateway.h"
+#include "log.h"
+
+void mx_gateway_error(struct mx_req *req, int status, const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    mx_req_respond(req, status, NULL, 0, "application/json", body, strlen(body));
+    free(body);
+}
+
+struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str name)
+{
+    for (size_t i = 0; i < gw->upstream_cnt; i++) {
+        if (mx_str_eq(mx_str_cstr(gw->upstreams[i].cfg->name), name))
+            return &gw->upstreams[i];
+    }
+    return NULL;
+}
+
+static void on_request(struct mx_req *req, void *data)
+{
+    struct mx_gateway *gw = data;
+    struct mx_str path = mx_req_path(req);
+    struct mx_str method = mx_req_method(req);
+    const struct mx_str mcp_prefix = MX_STR_LIT("/mcp/");
+
+    if (mx_str_eq(path, MX_STR_LIT("/health"))) {
+        if (!mx_str_eq(method, MX_STR_LIT("GET"))) {
+            mx_gateway_error(req, 405, "use GET /health");
+            return;
+        }
+        mx_health_serve(gw, req);
+        return;
+    }
+    if (mx_str_has_prefix(path, mcp_prefix)) {
+        struct mx_str name = mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len);
+        struct mx_upstream *up = mx_gateway_upstream(gw, name);
+        if (up == NULL) {
+            mx_gateway_error(req, 404, "no such server under /mcp/<server>");
+            return;
+        }
+        mx_forward_serve(gw, up, req);
+        return;
+    }
+    if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
+        mx_gateway_error(req, 404, "the merged /mcp endpoint is not available in this version; "
+                                   "use /mcp/<server>");
+        return;
+    }
+    mx_gateway_error(req, 404, "not found");
+}
+
+struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg,
+                                  struct mx_diag *diag)
+{
+    struct mx_gateway *gw = mx_xcalloc(1, sizeof(*gw));
+    struct mx_httpd_opts hopts;
+    char err[256];
+
+    gw->loop = loop;
+    gw->cfg = cfg;
+    gw->started = time(NULL);
+    gw->upstream_cnt = cfg->server_cnt;
+    gw->upstreams = mx_xcalloc(cfg->server_cnt, sizeof(*gw->upstreams));
+    for (size_t i = 0; i < cfg->server_cnt; i++)
+        mx_upstream_init(&gw->upstreams[i], &cfg->servers[i]);
+
+    if (cfg->proxy.trace) {
+        gw->trace = mx_trace_open(cfg->proxy.trace, cfg, diag);
+        if (gw->trace == NULL)
+            goto fail;
+    }
+    gw->uclient = mx_uclient_new(loop);
+    if (gw->uclient == NULL) {
+        mx_diag_set(diag, NULL, 0, 0, "cannot initialise the upstream HTTP client");
+        goto fail;
+    }
+    mx_httpd_opts_default(&hopts);
+    hopts.max_body = (size_t)cfg->listen.max_body;
+    hopts.max_header = (size_t)cfg->listen.max_header;
+    hopts.max_connections = (size_t)cfg->listen.max_connections;
+    hopts.header_timeout_s = (double)cfg->listen.header_timeout_ms / 1000.0;
+    hopts.idle_timeout_s = (double)cfg->listen.idle_timeout_ms / 1000.0;
+    gw->httpd = mx_httpd_new(loop, &hopts, on_request, gw);
+    if (mx_httpd_listen(gw->httpd, cfg->listen.address, &gw->port, err, sizeof(err))) {
+        mx_diag_set(diag, cfg->path, 0, 0, "[listen] %s", err);
+        goto fail;
+    }
+    return gw;
+fail:
+    gw->cfg = NULL; /* the caller still owns cfg on failure */
+    mx_gateway_free(gw);
+    return NULL;
+}
+
+void mx_gateway_free(struct mx_gateway *gw)
+{
+    if (gw == NULL)
+        return;
+    mx_httpd_free(gw->httpd);
+    mx_uclient_free(gw->uclient);
+    mx_trace_close(gw->trace);
+    free(gw->upstreams);
+    mx_config_free(gw->cfg);
+    free(gw);
+}

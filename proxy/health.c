@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* GET /health: states and counts, never a secret (not even a reference). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "gateway.h"
+
+static void iso_time(time_t t, char *out, size_t cap)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
+{
+    json_t *ups = json_array();
+    char since[32];
+    for (size_t i = 0; i < gw->upstream_cnt; i++) {
+        const struct mx_upstream *u = &gw->upstreams[i];
+        iso_time(u->since, since, sizeof(since));
+        json_array_append_new(
+            ups, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host",
+                           u->host, "state", mx_upstream_state_name(u->state), "since", since,
+                           "requests", (json_int_t)u->requests, "failures",
+                           (json_int_t)u->failures));
+    }
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "status", "ok", "version", MX_VERSION,
+                          "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",
+                          (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight",
+                          (json_int_t)gw->inflight, "upstreams", ups);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
+    mx_req_respond(req, 200, h, 1, "application/json", body, strlen(body));
+    free(body);
+}

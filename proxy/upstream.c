@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* Upstream health state machine. */
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "upstream.h"
+
+static void url_host(const char *url, char *out, size_t cap)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    /* drop any userinfo: it may hold a credential */
+    const char *end = p + strcspn(p, "/?#");
+    const char *at = memchr(p, '@', (size_t)(end - p));
+    if (at)
+        p = at + 1;
+    snprintf(out, cap, "%.*s", (int)(end - p), p);
+}
+
+void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg)
+{
+    memset(u, 0, sizeof(*u));
+    u->cfg = cfg;
+    if (cfg->url)
+        url_host(cfg->url, u->host, sizeof(u->host));
+    else if (cfg->command.cnt)
+        snprintf(u->host, sizeof(u->host), "%s", cfg->command.v[0]);
+    u->state = MX_UPSTREAM_UNKNOWN;
+    u->since = time(NULL);
+}
+
+const char *mx_upstream_state_name(enum mx_upstream_state s)
+{
+    switch (s) {
+    case MX_UPSTREAM_UNKNOWN:
+        return "unknown";
+    case MX_UPSTREAM_UP:
+        return "up";
+    case MX_UPSTREAM_WAKING:
+        return "waking";
+    case MX_UPSTREAM_DOWN:
+        return "down";
+    case MX_UPSTREAM_AUTH_FAILED:
+        return "auth-failed";
+    }
+    return "?";
+}
+
+static void set_state(struct mx_upstream *u, enum mx_upstream_state s)
+{
+    if (u->state == s)
+        return;
+    mx_log_info("upstream", "up:%s %s -> %s", u->cfg->name, mx_upstream_state_name(u->state),
+                mx_upstream_state_name(s));
+    u->state = s;
+    u->since = time(NULL);
+}
+
+void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev)
+{
+    u->requests++;
+    switch (ev) {
+    case MX_UPSTREAM_EV_OK:
+        set_state(u, MX_UPSTREAM_UP);
+        break;
+    case MX_UPSTREAM_EV_AUTH_REFUSED:
+        u->failures++;
+        set_state(u, MX_UPSTREAM_AUTH_FAILED);
+        break;
+    case MX_UPSTREAM_EV_NOT_AWAKE:
+        u->failures++;
+        set_state(u, MX_UPSTREAM_WAKING);
+        break;
+    case MX_UPSTREAM_EV_UNREACHABLE:
+    case MX_UPSTREAM_EV_TIMEOUT:
+        u->failures++;
+        set_state(u, MX_UPSTREAM_DOWN);
+        break;
+    }
+}
+
+enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, long status)
+{
+    if (status == 401 || status == 403)
+        return MX_UPSTREAM_EV_AUTH_REFUSED;
+    for (size_t i = 0; i < u->cfg->retry_on_cnt; i++) {
+        if (u->cfg->retry_on[i] == status)
+            return MX_UPSTREAM_EV_NOT_AWAKE;
+    }
+    return MX_UPSTREAM_EV_OK;
+}

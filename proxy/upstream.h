@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One configured upstream server at run time: its health state machine
+ * (unknown → up / waking / down / auth-failed), the time of the last change
+ * and counters. Transitions happen in one function and are logged.
+ */
+#ifndef MX_UPSTREAM_H
+#define MX_UPSTREAM_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "model.h"
+
+enum mx_upstream_state {
+    MX_UPSTREAM_UNKNOWN = 0, /* not contacted since start: a paused sandbox stays paused */
+    MX_UPSTREAM_UP = 1,
+    MX_UPSTREAM_WAKING = 2,
+    MX_UPSTREAM_DOWN = 3,
+    MX_UPSTREAM_AUTH_FAILED = 4,
+};
+
+/* What a finished upstream exchange tells about the server. */
+enum mx_upstream_event {
+    MX_UPSTREAM_EV_OK = 0,          /* answered with a non-error status */
+    MX_UPSTREAM_EV_AUTH_REFUSED,    /* 401 or 403 */
+    MX_UPSTREAM_EV_UNREACHABLE,     /* refused, reset, closed before answering */
+    MX_UPSTREAM_EV_NOT_AWAKE,       /* a retry_on status */
+    MX_UPSTREAM_EV_TIMEOUT,
+};
+
+struct mx_upstream {
+    const struct mx_server_cfg *cfg; /* borrowed from the config generation */
+    char host[256];                   /* URL host[:port] or the command name, for /health */
+    enum mx_upstream_state state;
+    time_t since; /* wall clock of the last change */
+    uint64_t requests;
+    uint64_t failures;
+};
+
+void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg);
+const char *mx_upstream_state_name(enum mx_upstream_state s);
+/* Apply |ev| to the state machine (and counters). */
+void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev);
+/* Classify an HTTP status from the upstream. */
+enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, long status);
+
+#endif
