@@ -155,7 +155,10 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 static void conn_flush(struct conn *c)
 {
     while (mx_buf_len(&c->out)) {
-        ssize_t n = write(c->fd, mx_buf_data(&c->out), mx_buf_len(&c->out));
+        /* MSG_NOSIGNAL: a peer that left must not kill us with SIGPIPE. */
+        ssize_t n = send(c->fd, mx_buf_data(&c->out), mx_buf_len(&c->out), MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK)
+            n = write(c->fd, mx_buf_data(&c->out), mx_buf_len(&c->out));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -446,8 +449,9 @@ static int on_headers_complete(http_parser *p)
         return -1;
     }
     const struct mx_str *expect = mx_req_header(req, "Expect");
-    if (expect && mx_str_caseeq_cstr(*expect, "100-continue") && req->version >= 11)
-        out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    if (expect && mx_str_caseeq_cstr(*expect, "100-continue") && req->version >= 11 &&
+        out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 0)
+        conn_flush(c);
     return 0;
 }
 
@@ -583,6 +587,34 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- accept ---- */
 
+void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct conn *c = mx_xcalloc(1, sizeof(*c));
+    c->srv = s;
+    c->fd = fd;
+    c->id = ++s->next_conn_id;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "");
+    mx_buf_init(&c->in, s->opts.max_header + READ_CHUNK);
+    mx_buf_init(&c->out, OUT_CAP);
+    http_parser_init(&c->parser, HTTP_REQUEST);
+    c->parser.data = c;
+    ev_io_init(&c->rio, read_cb, fd, EV_READ);
+    ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
+    ev_init(&c->timer, timer_cb);
+    ev_timer_init(&c->kick, kick_cb, 0.0, 0.0);
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->conn_cnt++;
+    /* Until the first byte, the header timeout applies (slowloris). */
+    ev_timer_set(&c->timer, s->opts.header_timeout_s, 0.0);
+    ev_timer_start(s->loop, &c->timer);
+    ev_io_start(s->loop, &c->rio);
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct listener *l = mx_container_of(w, struct listener, io);
@@ -608,34 +640,12 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
             close(fd);
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        struct conn *c = mx_xcalloc(1, sizeof(*c));
-        c->srv = s;
-        c->fd = fd;
-        c->id = ++s->next_conn_id;
+        char peer[64] = "";
         if (ss.ss_family == AF_INET6)
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer,
-                      sizeof(c->peer));
-        else
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
-        mx_buf_init(&c->in, s->opts.max_header + READ_CHUNK);
-        mx_buf_init(&c->out, OUT_CAP);
-        http_parser_init(&c->parser, HTTP_REQUEST);
-        c->parser.data = c;
-        ev_io_init(&c->rio, read_cb, fd, EV_READ);
-        ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
-        ev_init(&c->timer, timer_cb);
-        ev_timer_init(&c->kick, kick_cb, 0.0, 0.0);
-        c->next = s->conns;
-        if (s->conns)
-            s->conns->prev = c;
-        s->conns = c;
-        s->conn_cnt++;
-        arm_idle(c);
-        ev_timer_set(&c->timer, s->opts.header_timeout_s, 0.0);
-        ev_timer_again(s->loop, &c->timer);
-        ev_io_start(s->loop, &c->rio);
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, sizeof(peer));
+        else if (ss.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, sizeof(peer));
+        mx_httpd_adopt(s, fd, peer);
     }
 }
 

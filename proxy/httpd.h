@@ -41,6 +41,12 @@ struct mx_httpd *mx_httpd_new(struct ev_loop *loop, const struct mx_httpd_opts *
  */
 int mx_httpd_listen(struct mx_httpd *s, const char *address, int *port, char *err, size_t errcap);
 
+/*
+ * Serve an already connected, non-blocking socket |fd| (takes ownership);
+ * |peer| is the address text for logs. Used for socketpairs in tests.
+ */
+void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer);
+
 /* Stop accepting; live connections finish their current request and close. */
 void mx_httpd_stop_accepting(struct mx_httpd *s);
 

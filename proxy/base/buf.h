@@ -34,7 +34,7 @@ void mx_buf_reset(struct mx_buf *b);
 
 static inline const char *mx_buf_data(const struct mx_buf *b)
 {
-    return b->p + b->off;
+    return b->p ? b->p + b->off : "";
 }
 
 static inline size_t mx_buf_len(const struct mx_buf *b)
