@@ -54,8 +54,7 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
         return;
     }
     s->draining = true;
-    mx_log_info("serve", "signal %d: draining %zu in-flight requests", w->signum,
-                s->gw->inflight);
+    mx_log_info("serve", "signal %d: draining %zu in-flight requests", w->signum, s->gw->inflight);
     mx_httpd_stop_accepting(s->gw->httpd);
     s->drain_started = ev_now(loop);
     ev_timer_init(&s->drain, drain_cb, 0.0, 0.05);
@@ -155,8 +154,9 @@ int mx_cmd_serve(int argc, char **argv)
     }
     mx_log_set_level(level);
     if (cfg->listen.tls) {
-        fprintf(stderr, "mcplex: %s: [listen] tls = true, but this version serves plain HTTP "
-                        "only; set tls = false\n",
+        fprintf(stderr,
+                "mcplex: %s: [listen] tls = true, but this version serves plain HTTP "
+                "only; set tls = false\n",
                 cfg->path);
         mx_config_free(cfg);
         return 1;

@@ -34,11 +34,11 @@ struct fwd {
     struct mx_upstream *up;
     struct mx_req *req;
     struct mx_ureq *ureq;
-    json_t *rpc_id;    /* id of the client's JSON-RPC request, if it was one */
-    char *session;     /* Mcp-Session-Id for the trace */
+    json_t *rpc_id; /* id of the client's JSON-RPC request, if it was one */
+    char *session;  /* Mcp-Session-Id for the trace */
     bool is_sse;
-    bool swallow;      /* the answer was replaced by our own; drop upstream bytes */
-    bool responded;    /* we started a response to the client */
+    bool swallow;   /* the answer was replaced by our own; drop upstream bytes */
+    bool responded; /* we started a response to the client */
     struct mx_sse_decoder sse;
     struct mx_buf json; /* a JSON answer, kept for the trace */
 };
@@ -99,15 +99,15 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
                  "upstream '%s' refused its credential (HTTP %ld); check the secret %s",
                  f->up->cfg->name, status,
                  f->up->cfg->secret_ref ? f->up->cfg->secret_ref : "(none configured)");
-        mx_log_warn("forward", "up:%s answered %ld: credential refused", f->up->cfg->name,
-                    status);
+        mx_log_warn("forward", "up:%s answered %ld: credential refused", f->up->cfg->name, status);
         answer_error(f, 502, MX_RPC_UPSTREAM_AUTH, msg);
         return;
     }
     if (status >= 500 || ev == MX_UPSTREAM_EV_NOT_AWAKE) {
         snprintf(msg, sizeof(msg), "upstream '%s' answered HTTP %ld", f->up->cfg->name, status);
-        answer_error(f, 502, ev == MX_UPSTREAM_EV_NOT_AWAKE ? MX_RPC_UPSTREAM_UNAVAILABLE
-                                                            : MX_RPC_UPSTREAM_HTTP,
+        answer_error(f, 502,
+                     ev == MX_UPSTREAM_EV_NOT_AWAKE ? MX_RPC_UPSTREAM_UNAVAILABLE
+                                                    : MX_RPC_UPSTREAM_HTTP,
                      msg);
         return;
     }
@@ -190,8 +190,8 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         fwd_free(f);
         return;
     }
-    mx_upstream_note(f->up, err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT
-                                                : MX_UPSTREAM_EV_UNREACHABLE);
+    mx_upstream_note(f->up,
+                     err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT : MX_UPSTREAM_EV_UNREACHABLE);
     if (err == MX_ETIMEDOUT)
         snprintf(msg, sizeof(msg), "upstream '%s' did not answer in time", f->up->cfg->name);
     else if (info->body_sent)
@@ -204,9 +204,9 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
                  mx_strerror(err));
     mx_log_warn("forward", "%s", msg);
     answer_error(f, err == MX_ETIMEDOUT ? 504 : 502,
-                 err == MX_ETIMEDOUT    ? MX_RPC_UPSTREAM_TIMEOUT
-                 : info->body_sent      ? MX_RPC_OUTCOME_UNKNOWN
-                                        : MX_RPC_UPSTREAM_UNAVAILABLE,
+                 err == MX_ETIMEDOUT ? MX_RPC_UPSTREAM_TIMEOUT
+                 : info->body_sent   ? MX_RPC_OUTCOME_UNKNOWN
+                                     : MX_RPC_UPSTREAM_UNAVAILABLE,
                  msg);
     fwd_free(f);
 }

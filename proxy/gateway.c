@@ -54,15 +54,15 @@ static void on_request(struct mx_req *req, void *data)
         return;
     }
     if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
-        mx_gateway_error(req, 404, "the merged /mcp endpoint is not available in this version; "
-                                   "use /mcp/<server>");
+        mx_gateway_error(req, 404,
+                         "the merged /mcp endpoint is not available in this version; "
+                         "use /mcp/<server>");
         return;
     }
     mx_gateway_error(req, 404, "not found");
 }
 
-struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg,
-                                  struct mx_diag *diag)
+struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, struct mx_diag *diag)
 {
     struct mx_gateway *gw = mx_xcalloc(1, sizeof(*gw));
     struct mx_httpd_opts hopts;

@@ -23,10 +23,9 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
         const struct mx_upstream *u = &gw->upstreams[i];
         iso_time(u->since, since, sizeof(since));
         json_array_append_new(
-            ups, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host",
-                           u->host, "state", mx_upstream_state_name(u->state), "since", since,
-                           "requests", (json_int_t)u->requests, "failures",
-                           (json_int_t)u->failures));
+            ups, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host", u->host,
+                           "state", mx_upstream_state_name(u->state), "since", since, "requests",
+                           (json_int_t)u->requests, "failures", (json_int_t)u->failures));
     }
     json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "status", "ok", "version", MX_VERSION,
                           "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",

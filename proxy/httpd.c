@@ -28,11 +28,11 @@
 #include "num.h"
 #include "req_int.h"
 
-#define READ_CHUNK  16384
-#define OUT_HIGH    (256 * 1024)
-#define OUT_LOW     (64 * 1024)
-#define OUT_CAP     (64 * 1024 * 1024)
-#define MAX_LISTEN  4
+#define READ_CHUNK 16384
+#define OUT_HIGH   (256 * 1024)
+#define OUT_LOW    (64 * 1024)
+#define OUT_CAP    (64 * 1024 * 1024)
+#define MAX_LISTEN 4
 
 struct listener {
     ev_io io;
@@ -52,8 +52,8 @@ struct conn {
     ev_timer timer;
     ev_timer kick; /* resumes parsing on the next loop turn, outside the handler */
     http_parser parser;
-    struct mx_buf in;  /* received, not yet parsed */
-    struct mx_buf out; /* to send */
+    struct mx_buf in;   /* received, not yet parsed */
+    struct mx_buf out;  /* to send */
     struct mx_req *req; /* request being parsed or handled; owned */
     size_t requests;
     int error_status; /* set by parser callbacks to answer a limit */
@@ -238,7 +238,7 @@ static bool hdr_is(const char *name, const char *want)
 }
 
 static int h1_start_in(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
-                    long long body_len)
+                       long long body_len)
 {
     struct conn *c = req->conn;
     struct mx_buf h;
@@ -440,8 +440,7 @@ static int on_headers_complete(http_parser *p)
     }
     mx_req_finish_head(req);
     c->keep_alive = http_should_keep_alive(p) != 0;
-    if (c->srv->opts.max_requests_per_conn &&
-        c->requests + 1 >= c->srv->opts.max_requests_per_conn)
+    if (c->srv->opts.max_requests_per_conn && c->requests + 1 >= c->srv->opts.max_requests_per_conn)
         c->keep_alive = false;
     /* Refuse an announced oversized body before reading it. */
     if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->srv->opts.max_body) {
@@ -496,8 +495,8 @@ static void parse_input(struct conn *c)
 {
     if (c->closing || c->dispatched || mx_buf_len(&c->in) == 0)
         return;
-    size_t n = http_parser_execute(&c->parser, &c->srv->settings, mx_buf_data(&c->in),
-                                   mx_buf_len(&c->in));
+    size_t n =
+        http_parser_execute(&c->parser, &c->srv->settings, mx_buf_data(&c->in), mx_buf_len(&c->in));
     enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
     if (e == HPE_PAUSED) {
         /* http-parser stops after the byte that completed the message */
@@ -626,8 +625,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
         socklen_t sl = sizeof(ss);
         int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
                 mx_log_warn("http", "accept: %s", strerror(errno));
             return;
         }

@@ -19,11 +19,11 @@ struct mx_httpd;
 typedef void (*mx_httpd_request_cb)(struct mx_req *req, void *data);
 
 struct mx_httpd_opts {
-    size_t max_header;        /* bytes of request line + headers; 431 above */
-    size_t max_body;          /* bytes of request body; 413 above */
-    size_t max_connections;   /* accepted at once; more are closed at accept */
-    double header_timeout_s;  /* head + body must arrive within this; 408 after */
-    double idle_timeout_s;    /* keep-alive idle close */
+    size_t max_header;            /* bytes of request line + headers; 431 above */
+    size_t max_body;              /* bytes of request body; 413 above */
+    size_t max_connections;       /* accepted at once; more are closed at accept */
+    double header_timeout_s;      /* head + body must arrive within this; 408 after */
+    double idle_timeout_s;        /* keep-alive idle close */
     size_t max_requests_per_conn; /* 0: unlimited */
 };
 

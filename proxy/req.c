@@ -54,8 +54,8 @@ int mx_req_add_header_piece(struct mx_req *req, bool is_name, const char *p, siz
 {
     size_t *o;
     /* A name piece after a value (or first) starts a new header. */
-    if (is_name && (req->header_cnt == 0 || req->header_offs[4 * (req->header_cnt - 1) + 3] !=
-                                                (size_t)-1)) {
+    if (is_name &&
+        (req->header_cnt == 0 || req->header_offs[4 * (req->header_cnt - 1) + 3] != (size_t)-1)) {
         if (req->header_cnt == MAX_HEADERS)
             return MX_ELIMIT;
         if (req->header_cnt == req->header_cap) {

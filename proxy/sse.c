@@ -10,8 +10,7 @@
 #include "num.h"
 #include "sse.h"
 
-void mx_sse_decoder_init(struct mx_sse_decoder *d, size_t max_event, mx_sse_event_cb cb,
-                         void *data)
+void mx_sse_decoder_init(struct mx_sse_decoder *d, size_t max_event, mx_sse_event_cb cb, void *data)
 {
     memset(d, 0, sizeof(*d));
     mx_buf_init(&d->line, max_event);

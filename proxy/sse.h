@@ -24,13 +24,13 @@ struct mx_sse_event {
 typedef int (*mx_sse_event_cb)(const struct mx_sse_event *ev, void *data);
 
 struct mx_sse_decoder {
-    struct mx_buf line;  /* partial line */
+    struct mx_buf line; /* partial line */
     struct mx_buf event;
     struct mx_buf data;
     struct mx_buf id;
     long retry_ms;
     int has_data;
-    int saw_cr;      /* previous chunk ended with CR: a following LF is part of it */
+    int saw_cr; /* previous chunk ended with CR: a following LF is part of it */
     int bom_checked;
     mx_sse_event_cb cb;
     void *cb_data;

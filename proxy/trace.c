@@ -19,8 +19,7 @@ struct mx_trace {
     const struct mx_config *cfg;
 };
 
-struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg,
-                               struct mx_diag *diag)
+struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
@@ -66,8 +65,8 @@ void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const
     if (m == NULL)
         m = json_stringn_nocheck(raw, msg.len);
     free(raw);
-    json_t *line = json_pack("{s:s, s:s, s:s?, s:s?, s:o}", "ts", ts, "dir", dir, "server",
-                             server, "session", session, "msg", m);
+    json_t *line = json_pack("{s:s, s:s, s:s?, s:s?, s:o}", "ts", ts, "dir", dir, "server", server,
+                             "session", session, "msg", m);
     char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
     json_decref(line);
     if (text == NULL)

@@ -16,8 +16,7 @@ struct mx_trace;
 
 /* Open |path| for appending (created 0600). |cfg| lends the secrets to
  * redact and must outlive the trace. Returns NULL with |diag| set. */
-struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg,
-                               struct mx_diag *diag);
+struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag);
 
 /*
  * Record one message. |dir| is "c2s" (client to server) or "s2c"; |server|

@@ -32,7 +32,7 @@ struct mx_ureq_info {
     double appconnect_s;
     double starttransfer_s;
     double total_s;
-    bool reused;           /* the connection was reused */
+    bool reused; /* the connection was reused */
 };
 
 struct mx_ureq_cbs {
@@ -42,7 +42,8 @@ struct mx_ureq_cbs {
     /*
      * Body bytes as they arrive. Return 0 to continue or MX_EAGAIN to pause
      * the transfer (the bytes passed were consumed); resume with
-     * mx_ureq_resume().
+     * mx_ureq_resume(). on_done may still come while paused (the response
+     * ended or failed); the request is gone after it, so do not resume it.
      */
     int (*on_data)(struct mx_ureq *u, const char *p, size_t len, void *data);
     /*
@@ -56,11 +57,11 @@ struct mx_ureq_cbs {
 };
 
 struct mx_ureq_opts {
-    const char *method;      /* "POST", "GET", "DELETE" */
+    const char *method; /* "POST", "GET", "DELETE" */
     const char *url;
     const char *const *headers; /* "Name: value" lines; may hold secrets: */
-    size_t header_cnt;       /* copies are wiped after the transfer */
-    const void *body;        /* copied; may be NULL */
+    size_t header_cnt;          /* copies are wiped after the transfer */
+    const void *body;           /* copied; may be NULL */
     size_t body_len;
     long timeout_ms;         /* whole transfer; 0: none */
     long connect_timeout_ms; /* 0: libcurl default */
@@ -70,7 +71,8 @@ struct mx_ureq_opts {
 
 /* Returns NULL only on libcurl initialisation failure. */
 struct mx_uclient *mx_uclient_new(struct ev_loop *loop);
-/* Cancels every transfer without callbacks and frees; accepts NULL. */
+/* Cancels every transfer without callbacks and frees; accepts NULL. Not
+ * from inside a callback of this client. */
 void mx_uclient_free(struct mx_uclient *c);
 
 /*

@@ -22,16 +22,16 @@ enum mx_upstream_state {
 
 /* What a finished upstream exchange tells about the server. */
 enum mx_upstream_event {
-    MX_UPSTREAM_EV_OK = 0,          /* answered with a non-error status */
-    MX_UPSTREAM_EV_AUTH_REFUSED,    /* 401 or 403 */
-    MX_UPSTREAM_EV_UNREACHABLE,     /* refused, reset, closed before answering */
-    MX_UPSTREAM_EV_NOT_AWAKE,       /* a retry_on status */
+    MX_UPSTREAM_EV_OK = 0,       /* answered with a non-error status */
+    MX_UPSTREAM_EV_AUTH_REFUSED, /* 401 or 403 */
+    MX_UPSTREAM_EV_UNREACHABLE,  /* refused, reset, closed before answering */
+    MX_UPSTREAM_EV_NOT_AWAKE,    /* a retry_on status */
     MX_UPSTREAM_EV_TIMEOUT,
 };
 
 struct mx_upstream {
     const struct mx_server_cfg *cfg; /* borrowed from the config generation */
-    char host[256];                   /* URL host[:port] or the command name, for /health */
+    char host[256];                  /* URL host[:port] or the command name, for /health */
     enum mx_upstream_state state;
     time_t since; /* wall clock of the last change */
     uint64_t requests;

@@ -14,10 +14,10 @@
 
 struct mx_buf {
     char *p;
-    size_t off; /* first unread byte */
-    size_t len; /* end of data */
+    size_t off;  /* first unread byte */
+    size_t len;  /* end of data */
     size_t size; /* allocated */
-    size_t cap; /* most bytes of data ever held at once */
+    size_t cap;  /* most bytes of data ever held at once */
 };
 
 void mx_buf_init(struct mx_buf *b, size_t cap);

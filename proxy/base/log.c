@@ -55,6 +55,9 @@ static void json_escape_to(FILE *f, const char *s)
 }
 
 static void vlog(enum mx_log_level level, const char *subsys, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void vlog(enum mx_log_level level, const char *subsys, const char *fmt, va_list ap)
 {
     char msg[2048];
     char ts[64];

@@ -70,8 +70,8 @@ static void on_request(struct mx_req *req, void *data)
     struct mx_str m = mx_req_method(req), p = mx_req_path(req), q = mx_req_query(req),
                   b = mx_req_body(req);
     const struct mx_str *x = mx_req_header(req, "X-Test");
-    int n = snprintf(out, sizeof(out), "%.*s %.*s ?%.*s x=%.*s hdrs=%zu body=%.*s", (int)m.len,
-                     m.p, (int)p.len, p.p, (int)q.len, q.p, x ? (int)x->len : 0, x ? x->p : "",
+    int n = snprintf(out, sizeof(out), "%.*s %.*s ?%.*s x=%.*s hdrs=%zu body=%.*s", (int)m.len, m.p,
+                     (int)p.len, p.p, (int)q.len, q.p, x ? (int)x->len : 0, x ? x->p : "",
                      mx_req_header_cnt(req), (int)b.len, b.p);
     mx_req_respond(req, 200, NULL, 0, "text/plain", out, (size_t)n);
 }
@@ -275,7 +275,8 @@ static void test_http1_streamed_response_chunked(void **state)
 static void test_http1_expect_continue(void **state)
 {
     struct fx *f = *state;
-    const char *r = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n";
+    const char *r =
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n";
     send_str(f, r, strlen(r));
     pump(f, "100 Continue", 2);
     assert_true(got_has(f, "HTTP/1.1 100 Continue\r\n\r\n"));

@@ -21,8 +21,8 @@ static int collect(const struct mx_sse_event *ev, void *data)
 {
     struct collected *c = data;
     c->cnt++;
-    mx_buf_printf(&c->out, "%.*s|%.*s|%.*s|%ld\n", (int)ev->event.len, ev->event.p,
-                  (int)ev->id.len, ev->id.p, (int)ev->data.len, ev->data.p, ev->retry_ms);
+    mx_buf_printf(&c->out, "%.*s|%.*s|%.*s|%ld\n", (int)ev->event.len, ev->event.p, (int)ev->id.len,
+                  ev->id.p, (int)ev->data.len, ev->data.p, ev->retry_ms);
     return 0;
 }
 

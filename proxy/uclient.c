@@ -1,0 +1,964 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The upstream HTTP client: one libcurl multi handle per mx_uclient, driven by
+ * the libev loop (socket interest maps to ev_io watchers, curl's one timeout
+ * to an ev_timer), with one easy handle per request. This file owns the easy
+ * handles, the header lists holding credentials and the copies of request
+ * bodies; it does not decide what to send or whether to retry.
+ *
+ * Re-entrancy: user callbacks run either inside a curl call (on_head and
+ * on_data, from the header and write callbacks) or from the completion pass
+ * (on_done). libcurl refuses multi calls made from inside its callbacks, so
+ * no handle is added, removed or unpaused while a curl call is on the stack:
+ * adding and unpausing wait for the next loop iteration (an ev_prepare), so
+ * no callback runs inside mx_ureq_start() or mx_ureq_resume(); a cancelled
+ * handle is removed at once when no curl call is on the stack, else right
+ * after libcurl returns.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <ev.h>
+#include <openssl/crypto.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "err.h"
+#include "log.h"
+#include "str.h"
+#include "uclient.h"
+
+#define SUBSYS "uclient"
+
+/*
+ * Caps on one response head. libcurl itself refuses a head above 100 KiB;
+ * an MCP server sends a handful of headers, so a smaller cap costs nothing
+ * and bounds what a hostile upstream makes us hold.
+ */
+#define HEAD_MAX_BYTES   (64u * 1024u)
+#define HEAD_MAX_HEADERS 128u
+
+/* A circular doubly linked list with a sentinel: unlinking needs no head. */
+struct link {
+    struct link *prev;
+    struct link *next;
+};
+
+static void link_init(struct link *l)
+{
+    l->prev = l->next = l;
+}
+
+static bool link_empty(const struct link *l)
+{
+    return l->next == l;
+}
+
+static void link_add_tail(struct link *head, struct link *l)
+{
+    l->prev = head->prev;
+    l->next = head;
+    head->prev->next = l;
+    head->prev = l;
+}
+
+static void link_del(struct link *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    link_init(l);
+}
+
+/* Move every entry of |from| to the empty list |to|. */
+static void link_splice(struct link *from, struct link *to)
+{
+    link_init(to);
+    if (link_empty(from))
+        return;
+    to->next = from->next;
+    to->prev = from->prev;
+    to->next->prev = to;
+    to->prev->next = to;
+    link_init(from);
+}
+
+enum mx_ureq_state {
+    MX_UREQ_PENDING,   /* created; added to the multi handle at the next safe point */
+    MX_UREQ_RUNNING,   /* in the multi handle */
+    MX_UREQ_CANCELLED, /* cancelled inside a curl call; removed at the next safe point */
+    MX_UREQ_DONE,      /* removed from the multi handle; on_done is running */
+};
+
+/* Where a response header sits in mx_ureq.head. */
+struct hdr_pos {
+    size_t name_off;
+    size_t name_len;
+    size_t value_off;
+    size_t value_len;
+};
+
+struct mx_ureq {
+    struct mx_uclient *c;
+    struct link node; /* in c->reqs */
+    struct link todo; /* in c->todo while it waits for the next safe point */
+    enum mx_ureq_state state;
+    unsigned long id;
+    CURL *easy;
+    struct curl_slist *hdrs; /* may hold credentials: wiped before freeing */
+    struct mx_ureq_cbs cbs;
+    void *data;
+
+    char *body; /* our copy, fed to libcurl by read_cb */
+    size_t body_len;
+    size_t read_pos;
+    bool has_body;      /* POST-style request: the body goes through read_cb */
+    bool may_repeat;    /* a rewind or a second attempt is allowed */
+    bool body_handed;   /* every body byte was handed to libcurl in some attempt */
+    unsigned attempts;  /* times libcurl was about to send the request */
+    bool retry_refused; /* prereq_cb refused a second attempt */
+
+    bool resp_started;
+    bool in_head;   /* a status line was seen; collecting its header block */
+    bool head_done; /* on_head was called */
+    long status;
+    struct mx_buf head;
+    struct hdr_pos *pos;
+    size_t pos_cnt;
+
+    bool consumer_paused; /* on_data returned MX_EAGAIN and no resume came yet */
+    bool curl_paused;     /* we answered CURL_WRITEFUNC_PAUSE: libcurl holds the bytes */
+
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct sock {
+    ev_io io;
+    curl_socket_t fd;
+    struct mx_uclient *c;
+    struct link node; /* in c->socks */
+};
+
+struct mx_uclient {
+    struct ev_loop *loop;
+    CURLM *multi;
+    ev_timer timer;   /* libcurl's single timeout */
+    ev_prepare kick;  /* runs c->todo at the start of the next loop iteration */
+    struct link reqs; /* every live mx_ureq */
+    struct link todo; /* requests to add or to unpause */
+    struct link socks;
+    size_t active;
+    size_t zombies;   /* requests in MX_UREQ_CANCELLED */
+    unsigned in_curl; /* depth of our calls into libcurl that may run callbacks */
+    unsigned in_done; /* on_done is running */
+    unsigned long next_id;
+};
+
+static void settle(struct mx_uclient *c);
+
+static const char *ureq_state_name(enum mx_ureq_state s)
+{
+    switch (s) {
+    case MX_UREQ_PENDING:
+        return "pending";
+    case MX_UREQ_RUNNING:
+        return "running";
+    case MX_UREQ_CANCELLED:
+        return "cancelled";
+    case MX_UREQ_DONE:
+        return "done";
+    }
+    return "?";
+}
+
+static void set_state(struct mx_ureq *u, enum mx_ureq_state s)
+{
+    mx_log_debug(SUBSYS, "req#%lu %s -> %s", u->id, ureq_state_name(u->state), ureq_state_name(s));
+    u->state = s;
+}
+
+static void wipe_slist(struct curl_slist *l)
+{
+    for (struct curl_slist *i = l; i; i = i->next)
+        OPENSSL_cleanse(i->data, strlen(i->data));
+    curl_slist_free_all(l);
+}
+
+/* The easy handle must no longer be in the multi handle. */
+static void ureq_free(struct mx_ureq *u)
+{
+    struct mx_uclient *c = u->c;
+    link_del(&u->node);
+    link_del(&u->todo);
+    if (u->easy)
+        curl_easy_cleanup(u->easy);
+    wipe_slist(u->hdrs);
+    free(u->body);
+    mx_buf_clear(&u->head);
+    free(u->pos);
+    MX_ASSERT(c->active > 0);
+    c->active--;
+    free(u);
+}
+
+static void schedule(struct mx_ureq *u)
+{
+    struct mx_uclient *c = u->c;
+    if (link_empty(&u->todo))
+        link_add_tail(&c->todo, &u->todo);
+    if (!ev_is_active(&c->kick))
+        ev_prepare_start(c->loop, &c->kick);
+}
+
+/* ---- socket and timer glue (curl's docs/examples/evhiperfifo.c shape) ---- */
+
+static void drive(struct mx_uclient *c, curl_socket_t fd, int ev_bitmask)
+{
+    int running = 0;
+    c->in_curl++;
+    CURLMcode mc = curl_multi_socket_action(c->multi, fd, ev_bitmask, &running);
+    c->in_curl--;
+    if (mc != CURLM_OK)
+        mx_log_debug(SUBSYS, "curl_multi_socket_action: %s", curl_multi_strerror(mc));
+    settle(c);
+}
+
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct sock *s = mx_container_of(w, struct sock, io);
+    (void)loop;
+    int action =
+        ((revents & EV_READ) ? CURL_CSELECT_IN : 0) | ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    /* |s| may be freed inside drive() when libcurl drops the socket. */
+    drive(s->c, s->fd, action);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_uclient *c = mx_container_of(w, struct mx_uclient, timer);
+    (void)loop;
+    (void)revents;
+    drive(c, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *sockp)
+{
+    struct mx_uclient *c = userp;
+    struct sock *s = sockp;
+    (void)easy;
+
+    if (what == CURL_POLL_REMOVE) {
+        /* libcurl calls this before it closes |fd|, so libev never watches a
+         * closed descriptor that the kernel may hand out again. */
+        if (s) {
+            ev_io_stop(c->loop, &s->io);
+            link_del(&s->node);
+            free(s);
+        }
+        return 0;
+    }
+    if (!s) {
+        s = mx_xcalloc(1, sizeof(*s));
+        s->fd = fd;
+        s->c = c;
+        ev_init(&s->io, on_io);
+        link_add_tail(&c->socks, &s->node);
+        curl_multi_assign(c->multi, fd, s);
+    } else {
+        ev_io_stop(c->loop, &s->io);
+    }
+    int events = ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+    if (events) {
+        ev_io_set(&s->io, fd, events);
+        ev_io_start(c->loop, &s->io);
+    }
+    return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct mx_uclient *c = userp;
+    (void)multi;
+    ev_timer_stop(c->loop, &c->timer);
+    /* 0 means "as soon as possible": a zero timer runs it on the next loop
+     * iteration instead of calling back into libcurl from inside libcurl. */
+    if (timeout_ms >= 0) {
+        ev_timer_set(&c->timer, (ev_tstamp)timeout_ms / 1000.0, 0.);
+        ev_timer_start(c->loop, &c->timer);
+    }
+    return 0;
+}
+
+/* ---- completion ---- */
+
+static int map_result(const struct mx_ureq *u, CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return MX_ETIMEDOUT;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SEND_FAIL_REWIND:
+        return MX_ECLOSED;
+    case CURLE_ABORTED_BY_CALLBACK:
+        /* Our prereq_cb stopped a second attempt: the connection died. */
+        return u->retry_refused ? MX_ECLOSED : MX_EUPSTREAM;
+    default:
+        return MX_EUPSTREAM;
+    }
+}
+
+static double info_seconds(CURL *easy, CURLINFO what)
+{
+    curl_off_t us = 0;
+    if (curl_easy_getinfo(easy, what, &us) != CURLE_OK || us < 0)
+        return 0;
+    return (double)us / 1e6;
+}
+
+static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    /*
+     * body_sent answers "may the server hold the whole request?", so that a
+     * caller knows whether repeating it could run it twice. It is true once
+     * every body byte was handed to libcurl for a connection in any attempt
+     * (for a request without a body: once libcurl was about to send the
+     * head). It errs towards true: bytes handed over may still sit in a
+     * buffer when the connection dies. CURLINFO_SIZE_UPLOAD_T is not used
+     * because libcurl resets it for every attempt, so a refused second
+     * attempt would hide that the first one sent everything.
+     */
+    info->body_sent = u->body_len > 0 ? u->body_handed : u->attempts > 0;
+    info->response_started = u->resp_started;
+    info->http_status = u->head_done ? u->status : 0;
+    if (!u->easy)
+        return;
+    info->connect_s = info_seconds(u->easy, CURLINFO_CONNECT_TIME_T);
+    info->appconnect_s = info_seconds(u->easy, CURLINFO_APPCONNECT_TIME_T);
+    info->starttransfer_s = info_seconds(u->easy, CURLINFO_STARTTRANSFER_TIME_T);
+    info->total_s = info_seconds(u->easy, CURLINFO_TOTAL_TIME_T);
+    long connects = -1;
+    /* No new connection made, yet a request went out: it rode a reused one. */
+    info->reused = u->attempts > 0 &&
+                   curl_easy_getinfo(u->easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK &&
+                   connects == 0;
+}
+
+/* Deliver on_done and free |u|; its handle is already out of the multi. */
+static void deliver_done(struct mx_ureq *u, int err)
+{
+    struct mx_uclient *c = u->c;
+    struct mx_ureq_info info;
+    fill_info(u, &info);
+    set_state(u, MX_UREQ_DONE);
+    if (u->cbs.on_done) {
+        c->in_done++;
+        u->cbs.on_done(u, err, &info, u->data);
+        c->in_done--;
+    }
+    ureq_free(u);
+}
+
+static void finish(struct mx_ureq *u, CURLcode result)
+{
+    struct mx_uclient *c = u->c;
+    curl_multi_remove_handle(c->multi, u->easy);
+    if (u->state == MX_UREQ_CANCELLED) {
+        c->zombies--;
+        ureq_free(u);
+        return;
+    }
+    MX_ASSERT(u->state == MX_UREQ_RUNNING);
+    int err = map_result(u, result);
+    if (err)
+        /* errbuf holds libcurl's failf() text: hosts, ports, byte counts,
+         * never request headers. */
+        mx_log_debug(SUBSYS, "req#%lu failed: %s (curl %d: %s)%s", u->id, mx_strerror(err),
+                     (int)result, u->errbuf[0] ? u->errbuf : curl_easy_strerror(result),
+                     u->retry_refused ? "; refused to send it again" : "");
+    deliver_done(u, err);
+}
+
+/* The one place finished transfers are handled; never inside a curl call. */
+static void check_done(struct mx_uclient *c)
+{
+    CURLMsg *msg;
+    int left = 0;
+    while ((msg = curl_multi_info_read(c->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        /* |msg| dies with the remove below: copy what we need first. */
+        CURL *easy = msg->easy_handle;
+        CURLcode result = msg->data.result;
+        char *priv = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+        MX_ASSERT(priv != NULL);
+        finish((struct mx_ureq *)(void *)priv, result);
+    }
+}
+
+static void reap(struct mx_uclient *c)
+{
+    struct link *l = c->reqs.next;
+    while (c->zombies && l != &c->reqs) {
+        struct mx_ureq *u = mx_container_of(l, struct mx_ureq, node);
+        l = l->next;
+        if (u->state != MX_UREQ_CANCELLED)
+            continue;
+        curl_multi_remove_handle(c->multi, u->easy);
+        c->zombies--;
+        ureq_free(u);
+    }
+}
+
+/* After a curl call returned: report finished transfers, drop cancelled ones. */
+static void settle(struct mx_uclient *c)
+{
+    MX_ASSERT(c->in_curl == 0);
+    check_done(c);
+    reap(c);
+}
+
+static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    struct mx_uclient *c = mx_container_of(w, struct mx_uclient, kick);
+    struct link batch;
+    (void)revents;
+    ev_prepare_stop(loop, w);
+    /* Only what was queued before this pass: a consumer that resumes from
+     * inside on_data must not keep this pass going forever. */
+    link_splice(&c->todo, &batch);
+    while (!link_empty(&batch)) {
+        struct mx_ureq *u = mx_container_of(batch.next, struct mx_ureq, todo);
+        link_del(&u->todo);
+        if (u->state == MX_UREQ_PENDING) {
+            CURLMcode mc = curl_multi_add_handle(c->multi, u->easy);
+            if (mc != CURLM_OK) {
+                mx_log_debug(SUBSYS, "req#%lu: curl_multi_add_handle: %s", u->id,
+                             curl_multi_strerror(mc));
+                deliver_done(u, MX_EUPSTREAM);
+                continue;
+            }
+            set_state(u, MX_UREQ_RUNNING);
+        } else if (u->state == MX_UREQ_RUNNING && u->curl_paused && !u->consumer_paused) {
+            u->curl_paused = false;
+            /* Unpausing hands the held bytes to write_cb before it returns;
+             * on_data may pause again right there. */
+            c->in_curl++;
+            CURLcode rc = curl_easy_pause(u->easy, CURLPAUSE_CONT);
+            c->in_curl--;
+            if (rc != CURLE_OK)
+                mx_log_debug(SUBSYS, "req#%lu: curl_easy_pause: %s", u->id, curl_easy_strerror(rc));
+        }
+    }
+    settle(c);
+}
+
+/* ---- easy handle callbacks: none of them touches the multi handle ---- */
+
+static void head_reset(struct mx_ureq *u)
+{
+    mx_buf_reset(&u->head);
+    u->pos_cnt = 0;
+    u->in_head = false;
+    u->status = 0;
+}
+
+/* "HTTP/1.1 200 OK" or "HTTP/2 200": returns the status or -1. */
+static long parse_status_line(struct mx_str line)
+{
+    size_t i = 5; /* after "HTTP/" */
+    while (i < line.len && line.p[i] != ' ')
+        i++;
+    if (i + 4 > line.len || (i + 4 < line.len && line.p[i + 4] != ' '))
+        return -1;
+    long status = 0;
+    for (size_t k = i + 1; k < i + 4; k++) {
+        if (line.p[k] < '0' || line.p[k] > '9')
+            return -1;
+        status = status * 10 + (line.p[k] - '0');
+    }
+    return status >= 100 ? status : -1;
+}
+
+static int head_add(struct mx_ureq *u, struct mx_str line)
+{
+    if (line.p[0] == ' ' || line.p[0] == '\t') {
+        /* obs-fold: RFC 9112 §5.2 says a user agent replaces it with SP.
+         * The previous value is the last thing in the buffer. */
+        if (u->pos_cnt == 0)
+            return 0;
+        struct mx_str more = mx_str_trim(line);
+        if (mx_buf_append(&u->head, " ", 1) || mx_buf_append(&u->head, more.p, more.len))
+            return MX_ELIMIT;
+        u->pos[u->pos_cnt - 1].value_len += 1 + more.len;
+        return 0;
+    }
+    const char *colon = memchr(line.p, ':', line.len);
+    if (!colon || colon == line.p)
+        return 0; /* not a field line; libcurl let it through, we drop it */
+    if (u->pos_cnt == HEAD_MAX_HEADERS)
+        return MX_ELIMIT;
+    struct mx_str name = mx_str_make(line.p, (size_t)(colon - line.p));
+    struct mx_str value = mx_str_trim(mx_str_make(colon + 1, line.len - name.len - 1));
+    struct hdr_pos hp;
+    hp.name_off = mx_buf_len(&u->head);
+    hp.name_len = name.len;
+    hp.value_off = hp.name_off + name.len;
+    hp.value_len = value.len;
+    if (mx_buf_append(&u->head, name.p, name.len) || mx_buf_append(&u->head, value.p, value.len))
+        return MX_ELIMIT;
+    if (u->pos_cnt % 16 == 0)
+        u->pos = mx_xrealloc(u->pos, (u->pos_cnt + 16) * sizeof(*u->pos));
+    u->pos[u->pos_cnt++] = hp;
+    return 0;
+}
+
+/* Call on_head with slices into u->head; they die when it returns. */
+static void deliver_head(struct mx_ureq *u)
+{
+    u->head_done = true;
+    struct mx_header *hdrs = NULL;
+    if (u->pos_cnt)
+        hdrs = mx_xcalloc(u->pos_cnt, sizeof(*hdrs));
+    const char *base = mx_buf_data(&u->head);
+    for (size_t i = 0; i < u->pos_cnt; i++) {
+        hdrs[i].name = mx_str_make(base + u->pos[i].name_off, u->pos[i].name_len);
+        hdrs[i].value = mx_str_make(base + u->pos[i].value_off, u->pos[i].value_len);
+    }
+    if (u->cbs.on_head)
+        u->cbs.on_head(u, u->status, hdrs, u->pos_cnt, u->data);
+    free(hdrs);
+    /* Keep the status; the bytes are no longer needed. */
+    mx_buf_clear(&u->head);
+    free(u->pos);
+    u->pos = NULL;
+    u->pos_cnt = 0;
+}
+
+static size_t header_cb(char *p, size_t size, size_t nmemb, void *userp)
+{
+    struct mx_ureq *u = userp;
+    size_t len = size * nmemb;
+    if (u->state != MX_UREQ_RUNNING)
+        return 0; /* cancelled: make libcurl stop */
+    u->resp_started = true;
+    if (u->head_done)
+        return len; /* trailers: not part of the contract */
+    struct mx_str line = mx_str_make(p, len);
+    if (line.len && line.p[line.len - 1] == '\n')
+        line.len--;
+    if (line.len && line.p[line.len - 1] == '\r')
+        line.len--;
+
+    if (line.len >= 5 && memcmp(line.p, "HTTP/", 5) == 0) {
+        /* Each response (1xx or final) restarts the collection. */
+        head_reset(u);
+        long status = parse_status_line(line);
+        if (status < 0)
+            return 0;
+        u->status = status;
+        u->in_head = true;
+        return len;
+    }
+    if (!u->in_head)
+        return len;
+    if (line.len == 0) {
+        if (u->status < 200) {
+            /* RFC 9110 §15.2: a 1xx is interim; the final answer follows. */
+            head_reset(u);
+            return len;
+        }
+        deliver_head(u);
+        return u->state == MX_UREQ_RUNNING ? len : 0;
+    }
+    if (head_add(u, line)) {
+        mx_log_debug(SUBSYS, "req#%lu: response head over %u bytes or %u fields", u->id,
+                     HEAD_MAX_BYTES, HEAD_MAX_HEADERS);
+        return 0;
+    }
+    return len;
+}
+
+/*
+ * Pausing. The contract says the bytes given to on_data are consumed even
+ * when it returns MX_EAGAIN, while CURL_WRITEFUNC_PAUSE means "not consumed,
+ * give them to me again". So MX_EAGAIN is answered with "all consumed" and
+ * only noted; the next delivery, whose bytes on_data has not seen, is
+ * refused with CURL_WRITEFUNC_PAUSE, which is exactly the case libcurl
+ * documents: it keeps those bytes, stops reading the socket and hands them
+ * over again after curl_easy_pause(CURLPAUSE_CONT). Every byte reaches
+ * on_data once, in order, and at most one further read buffer is held by
+ * libcurl once the consumer asked for a pause.
+ */
+static size_t write_cb(char *p, size_t size, size_t nmemb, void *userp)
+{
+    struct mx_ureq *u = userp;
+    size_t len = size * nmemb;
+    if (u->state != MX_UREQ_RUNNING)
+        return 0;
+    if (u->consumer_paused) {
+        u->curl_paused = true;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+    u->resp_started = true;
+    if (!u->head_done) {
+        /* libcurl ends every head with the blank line first; a body without
+         * one (HTTP/0.9 is refused by default) would land here. */
+        deliver_head(u);
+        if (u->state != MX_UREQ_RUNNING)
+            return 0;
+    }
+    int rc = u->cbs.on_data ? u->cbs.on_data(u, p, len, u->data) : 0;
+    MX_ASSERT(rc == 0 || rc == MX_EAGAIN);
+    if (u->state != MX_UREQ_RUNNING)
+        return 0;
+    if (rc == MX_EAGAIN)
+        u->consumer_paused = true;
+    return len;
+}
+
+static size_t read_cb(char *buf, size_t size, size_t nitems, void *userp)
+{
+    struct mx_ureq *u = userp;
+    if (u->state != MX_UREQ_RUNNING)
+        return CURL_READFUNC_ABORT;
+    size_t n = size * nitems;
+    size_t left = u->body_len - u->read_pos;
+    if (n > left)
+        n = left;
+    memcpy(buf, u->body + u->read_pos, n);
+    u->read_pos += n;
+    if (u->read_pos == u->body_len)
+        u->body_handed = true;
+    return n;
+}
+
+/*
+ * libcurl asks to rewind the body only to send it again: on a reused
+ * connection that died before any answer byte arrived it silently retries
+ * the request on a new one (DESIGN.md, "A trap to know"). The server may
+ * have read and run the first copy, so this is allowed only for requests the
+ * caller said may be repeated; refusing fails the transfer with
+ * CURLE_SEND_FAIL_REWIND.
+ */
+static int seek_cb(void *userp, curl_off_t offset, int origin)
+{
+    struct mx_ureq *u = userp;
+    if (u->state != MX_UREQ_RUNNING || !u->may_repeat || origin != SEEK_SET || offset < 0 ||
+        (uint64_t)offset > u->body_len)
+        return CURL_SEEKFUNC_FAIL;
+    u->read_pos = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+/*
+ * Called each time libcurl is about to send the request on a connection. A
+ * retry of a request without a body, or of one whose body had not been
+ * counted as sent, needs no rewind and would pass seek_cb: the second call
+ * here is the one place that sees every retry.
+ */
+static int prereq_cb(void *userp, char *primary_ip, char *local_ip, int primary_port,
+                     int local_port)
+{
+    struct mx_ureq *u = userp;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    u->attempts++;
+    if (u->state != MX_UREQ_RUNNING)
+        return CURL_PREREQFUNC_ABORT;
+    if (u->attempts > 1 && !u->may_repeat) {
+        u->retry_refused = true;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
+/* ---- public API ---- */
+
+struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return NULL;
+    struct mx_uclient *c = mx_xcalloc(1, sizeof(*c));
+    c->loop = loop;
+    link_init(&c->reqs);
+    link_init(&c->todo);
+    link_init(&c->socks);
+    ev_init(&c->timer, on_timer);
+    ev_prepare_init(&c->kick, on_kick);
+    c->multi = curl_multi_init();
+    if (!c->multi)
+        goto fail;
+    CURLMcode mc = curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+    if (mc == CURLM_OK)
+        mc = curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    if (mc == CURLM_OK)
+        mc = curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    if (mc == CURLM_OK)
+        mc = curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    if (mc == CURLM_OK)
+        mc = curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    if (mc != CURLM_OK) {
+        mx_log_err(SUBSYS, "curl_multi_setopt: %s", curl_multi_strerror(mc));
+        goto fail;
+    }
+    return c;
+fail:
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    free(c);
+    curl_global_cleanup();
+    return NULL;
+}
+
+void mx_uclient_free(struct mx_uclient *c)
+{
+    if (!c)
+        return;
+    /* Freeing the client from inside one of its callbacks would pull the
+     * multi handle from under the caller's feet. */
+    MX_ASSERT(c->in_curl == 0 && c->in_done == 0);
+    while (!link_empty(&c->reqs)) {
+        struct mx_ureq *u = mx_container_of(c->reqs.next, struct mx_ureq, node);
+        if (u->state == MX_UREQ_RUNNING || u->state == MX_UREQ_CANCELLED)
+            curl_multi_remove_handle(c->multi, u->easy);
+        ureq_free(u);
+    }
+    c->zombies = 0;
+    /* Closing the cached connections may still call sock_cb (REMOVE). */
+    curl_multi_cleanup(c->multi);
+    while (!link_empty(&c->socks)) {
+        struct sock *s = mx_container_of(c->socks.next, struct sock, node);
+        ev_io_stop(c->loop, &s->io);
+        link_del(&s->node);
+        free(s);
+    }
+    ev_timer_stop(c->loop, &c->timer);
+    ev_prepare_stop(c->loop, &c->kick);
+    free(c);
+    curl_global_cleanup();
+}
+
+size_t mx_uclient_active(const struct mx_uclient *c)
+{
+    return c ? c->active : 0;
+}
+
+static bool has_prefix_ci(const char *s, const char *prefix)
+{
+    return strncasecmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int check_opts(const struct mx_ureq_opts *o)
+{
+    if (!o->url || !o->method)
+        return MX_EINVAL;
+    if (!has_prefix_ci(o->url, "http://") && !has_prefix_ci(o->url, "https://"))
+        return MX_EINVAL;
+    if (strcmp(o->method, "POST") != 0 && strcmp(o->method, "GET") != 0 &&
+        strcmp(o->method, "DELETE") != 0)
+        return MX_EINVAL;
+    if ((o->body_len && !o->body) || (o->body_len && strcmp(o->method, "GET") == 0))
+        return MX_EINVAL;
+    if (o->timeout_ms < 0 || o->connect_timeout_ms < 0 || (o->header_cnt && !o->headers))
+        return MX_EINVAL;
+    for (size_t i = 0; i < o->header_cnt; i++) {
+        /* A CR or LF would let a value smuggle in further header lines. */
+        if (!o->headers[i] || strpbrk(o->headers[i], "\r\n"))
+            return MX_EINVAL;
+    }
+    return 0;
+}
+
+/* Record the first setopt failure; later calls are skipped. */
+#define SETOPT(rc, easy, opt, val)                                                                 \
+    do {                                                                                           \
+        if ((rc) == CURLE_OK)                                                                      \
+            (rc) = curl_easy_setopt((easy), (opt), (val));                                         \
+    } while (0)
+
+static int build_headers(struct mx_ureq *u, const struct mx_ureq_opts *o)
+{
+    bool has_type = false;
+    for (size_t i = 0; i < o->header_cnt; i++) {
+        struct curl_slist *l = curl_slist_append(u->hdrs, o->headers[i]);
+        if (!l)
+            return MX_EUPSTREAM;
+        u->hdrs = l;
+        if (has_prefix_ci(o->headers[i], "content-type:"))
+            has_type = true;
+    }
+    const char *extra[2];
+    size_t n = 0;
+    if (u->has_body) {
+        /* Large bodies would otherwise wait for a 100-continue round trip. */
+        extra[n++] = "Expect:";
+        /* Without this, libcurl labels the body form-urlencoded. */
+        if (!has_type)
+            extra[n++] = "Content-Type:";
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct curl_slist *l = curl_slist_append(u->hdrs, extra[i]);
+        if (!l)
+            return MX_EUPSTREAM;
+        u->hdrs = l;
+    }
+    return 0;
+}
+
+static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
+{
+    CURL *e = u->easy;
+    CURLcode rc = CURLE_OK;
+    SETOPT(rc, e, CURLOPT_URL, o->url);
+    SETOPT(rc, e, CURLOPT_PRIVATE, (void *)u);
+    SETOPT(rc, e, CURLOPT_ERRORBUFFER, u->errbuf);
+    SETOPT(rc, e, CURLOPT_NOSIGNAL, 1L);
+    SETOPT(rc, e, CURLOPT_TCP_NODELAY, 1L);
+    /* Credentials must never follow a redirect to another origin. */
+    SETOPT(rc, e, CURLOPT_FOLLOWLOCATION, 0L);
+    SETOPT(rc, e, CURLOPT_PROTOCOLS_STR, "http,https");
+    SETOPT(rc, e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    /*
+     * On https, wait for a connection being set up to say (by ALPN, at the
+     * end of its handshake) whether it multiplexes, instead of opening a
+     * second one next to it. Not on plain http: there libcurl learns it only
+     * from the first response's status line, so every other request to that
+     * host would queue behind an answer that may take the whole wake time.
+     */
+    if (has_prefix_ci(o->url, "https://"))
+        SETOPT(rc, e, CURLOPT_PIPEWAIT, 1L);
+    SETOPT(rc, e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+    if (o->timeout_ms > 0)
+        SETOPT(rc, e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    if (o->connect_timeout_ms > 0)
+        SETOPT(rc, e, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+    if (o->ca_file)
+        SETOPT(rc, e, CURLOPT_CAINFO, o->ca_file);
+    SETOPT(rc, e, CURLOPT_HTTPHEADER, u->hdrs);
+    SETOPT(rc, e, CURLOPT_HEADERFUNCTION, header_cb);
+    SETOPT(rc, e, CURLOPT_HEADERDATA, (void *)u);
+    SETOPT(rc, e, CURLOPT_WRITEFUNCTION, write_cb);
+    SETOPT(rc, e, CURLOPT_WRITEDATA, (void *)u);
+    SETOPT(rc, e, CURLOPT_PREREQFUNCTION, prereq_cb);
+    SETOPT(rc, e, CURLOPT_PREREQDATA, (void *)u);
+    if (u->has_body) {
+        /* The body goes through read_cb, never CURLOPT_POSTFIELDS: only then
+         * does a re-send have to ask seek_cb first. */
+        SETOPT(rc, e, CURLOPT_POST, 1L);
+        SETOPT(rc, e, CURLOPT_READFUNCTION, read_cb);
+        SETOPT(rc, e, CURLOPT_READDATA, (void *)u);
+        SETOPT(rc, e, CURLOPT_SEEKFUNCTION, seek_cb);
+        SETOPT(rc, e, CURLOPT_SEEKDATA, (void *)u);
+        SETOPT(rc, e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)u->body_len);
+        if (strcmp(o->method, "POST") != 0)
+            SETOPT(rc, e, CURLOPT_CUSTOMREQUEST, o->method);
+    } else if (strcmp(o->method, "GET") == 0) {
+        SETOPT(rc, e, CURLOPT_HTTPGET, 1L);
+    } else {
+        SETOPT(rc, e, CURLOPT_CUSTOMREQUEST, o->method);
+    }
+    return rc;
+}
+
+int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
+                  const struct mx_ureq_cbs *cbs, void *data, struct mx_ureq **out)
+{
+    if (!c || !opts || !cbs || !out)
+        return MX_EINVAL;
+    int err = check_opts(opts);
+    if (err)
+        return err;
+
+    struct mx_ureq *u = mx_xcalloc(1, sizeof(*u));
+    u->c = c;
+    link_init(&u->node);
+    link_init(&u->todo);
+    u->state = MX_UREQ_PENDING;
+    u->id = ++c->next_id;
+    u->cbs = *cbs;
+    u->data = data;
+    u->may_repeat = opts->may_repeat;
+    u->has_body = opts->body_len > 0 || strcmp(opts->method, "POST") == 0;
+    u->body_len = opts->body_len;
+    if (opts->body_len) {
+        u->body = mx_xmalloc(opts->body_len);
+        memcpy(u->body, opts->body, opts->body_len);
+    }
+    mx_buf_init(&u->head, HEAD_MAX_BYTES);
+    link_add_tail(&c->reqs, &u->node);
+    c->active++;
+
+    u->easy = curl_easy_init();
+    if (!u->easy) {
+        err = MX_EUPSTREAM;
+        goto fail;
+    }
+    err = build_headers(u, opts);
+    if (err)
+        goto fail;
+    CURLcode rc = setup_easy(u, opts);
+    if (rc != CURLE_OK) {
+        mx_log_debug(SUBSYS, "curl_easy_setopt: %s", curl_easy_strerror(rc));
+        err = MX_EUPSTREAM;
+        goto fail;
+    }
+    /* Added to the multi handle from on_kick: libcurl refuses that from
+     * inside its callbacks, and no callback may run from in here. */
+    schedule(u);
+    *out = u;
+    return 0;
+fail:
+    ureq_free(u);
+    return err;
+}
+
+void mx_ureq_cancel(struct mx_ureq *u)
+{
+    if (!u)
+        return;
+    struct mx_uclient *c = u->c;
+    switch (u->state) {
+    case MX_UREQ_PENDING:
+        ureq_free(u);
+        return;
+    case MX_UREQ_RUNNING:
+        if (c->in_curl == 0) {
+            curl_multi_remove_handle(c->multi, u->easy);
+            ureq_free(u);
+            return;
+        }
+        /* Inside a curl callback: the callbacks see the state and stop
+         * libcurl; settle() removes the handle once libcurl returned. */
+        set_state(u, MX_UREQ_CANCELLED);
+        c->zombies++;
+        return;
+    case MX_UREQ_CANCELLED:
+    case MX_UREQ_DONE:
+        /* Already dropped, or on_done is running and frees it next. */
+        return;
+    }
+}
+
+void mx_ureq_resume(struct mx_ureq *u)
+{
+    if (!u || u->state != MX_UREQ_RUNNING || !u->consumer_paused)
+        return;
+    u->consumer_paused = false;
+    /* If libcurl holds bytes, unpausing hands them to on_data at once: do
+     * it from on_kick, not from inside the caller's stack. */
+    if (u->curl_paused)
+        schedule(u);
+}

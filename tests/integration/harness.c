@@ -1,0 +1,1105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The integration harness: a per-test directory, a table of the processes the
+ * test started (each leads its own process group, so a process and whatever it
+ * forks are stopped together), bounded waits, libcurl for HTTP and jansson for
+ * the node client's JSON. Nothing here signals a pid that is not in the table.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "err.h"
+#include "log.h"
+#include "num.h"
+#include "rand.h"
+#include "harness.h"
+
+#define LOG_TAIL_BYTES  (64 * 1024)
+#define HTTP_BODY_CAP   (64u * 1024 * 1024)
+#define READ_FILE_CAP   (64u * 1024 * 1024)
+#define SCAN_CHUNK      (1024 * 1024)
+#define SCAN_MAX_DEPTH  16
+#define POLL_MS         20
+#define REAP_TIMEOUT_MS 5000
+
+struct proc {
+    char *name;
+    char *out_path; /* stdout (and stderr when err_path is NULL) */
+    char *err_path;
+    /* Read by the signal handler: a pid is signalled only while unreaped. */
+    volatile pid_t pid;
+    volatile sig_atomic_t reaped;
+    int status;
+};
+
+static struct proc procs[MX_IT_MAX_PROCS];
+static int nprocs;
+static char *test_dir;
+static bool test_passed;
+static bool inited;
+static unsigned seq;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "mx_it: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---- signals, watchdog, exit ---------------------------------------- */
+
+/* Async-signal-safe: only kill(), write() and _exit(). */
+static void on_fatal_signal(int sig)
+{
+    static const char msg[] = "mx_it: watchdog or signal: killing started processes\n";
+    for (int i = 0; i < MX_IT_MAX_PROCS; i++) {
+        if (procs[i].pid > 0 && !procs[i].reaped)
+            kill(-procs[i].pid, SIGKILL);
+    }
+    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+        /* Nothing left to report to. */
+    }
+    _exit(128 + sig);
+}
+
+static void at_exit(void)
+{
+    mx_it_kill_all();
+    curl_global_cleanup();
+}
+
+static void init_once(void)
+{
+    struct sigaction sa;
+    static const int sigs[] = {SIGALRM, SIGTERM, SIGINT, SIGHUP};
+
+    if (inited)
+        return;
+    inited = true;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        fail_msg("curl_global_init failed");
+    atexit(at_exit);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+    /* Fires before ctest's own timeout, so children never outlive the test. */
+    alarm(MX_IT_WATCHDOG_S);
+}
+
+/* ---- paths ------------------------------------------------------------ */
+
+const char *mx_it_build_dir(void)
+{
+    const char *d = getenv("MX_BUILD_DIR");
+    if (d == NULL || *d == '\0')
+        fail_msg("MX_BUILD_DIR is not set: run integration tests through ctest");
+    return d;
+}
+
+const char *mx_it_source_dir(void)
+{
+    const char *d = getenv("MX_SOURCE_DIR");
+    if (d == NULL || *d == '\0')
+        fail_msg("MX_SOURCE_DIR is not set: run integration tests through ctest");
+    return d;
+}
+
+const char *mx_it_dir(void)
+{
+    if (test_dir == NULL)
+        fail_msg("no test directory: use mx_it_setup as the cmocka setup");
+    return test_dir;
+}
+
+char *mx_it_path(const char *name)
+{
+    return mx_xasprintf("%s/%s", mx_it_dir(), name);
+}
+
+static int mkdir_ok(const char *path)
+{
+    if (mkdir(path, 0700) == 0 || errno == EEXIST)
+        return 0;
+    say("mkdir %s: %s", path, strerror(errno));
+    return MX_EIO;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0)
+        say("remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static void rm_rf(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+int mx_it_write_file(const char *path, const char *data, size_t len)
+{
+    char *tmp = mx_xasprintf("%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t off = 0;
+    if (fd < 0)
+        goto fail;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            goto fail;
+        off += (size_t)n;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    fd = -1;
+    /* Renamed into place so a process reading it (SIGHUP reload) never sees
+     * half a file. */
+    if (rename(tmp, path) != 0)
+        goto fail;
+    free(tmp);
+    return 0;
+fail:
+    say("write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    free(tmp);
+    return MX_EIO;
+}
+
+char *mx_it_read_file(const char *path, size_t *len)
+{
+    struct mx_buf b;
+    char chunk[65536];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *out;
+    if (fd < 0)
+        return NULL;
+    mx_buf_init(&b, READ_FILE_CAP);
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && mx_buf_append(&b, chunk, (size_t)n) != 0)) {
+            close(fd);
+            mx_buf_clear(&b);
+            return NULL;
+        }
+        if (n == 0)
+            break;
+    }
+    close(fd);
+    out = mx_xstrndup(mx_buf_data(&b), mx_buf_len(&b));
+    if (len)
+        *len = mx_buf_len(&b);
+    mx_buf_clear(&b);
+    return out;
+}
+
+/* ---- canary and scanning --------------------------------------------- */
+
+void mx_it_canary(char *buf, size_t cap)
+{
+    static const char prefix[] = "canary-";
+    MX_ASSERT(cap >= MX_IT_CANARY_SIZE);
+    memcpy(buf, prefix, sizeof(prefix) - 1);
+    mx_rand_hex(buf + sizeof(prefix) - 1, 33);
+}
+
+void mx_it_strv_free(char **v)
+{
+    if (v == NULL)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}
+
+struct hits {
+    char **v;
+    size_t cnt;
+};
+
+static void hits_add(struct hits *h, const char *path)
+{
+    h->v = mx_xrealloc(h->v, (h->cnt + 2) * sizeof(char *));
+    h->v[h->cnt++] = mx_xstrdup(path);
+    h->v[h->cnt] = NULL;
+}
+
+/* Chunked, keeping the last needle-1 bytes, so a file of any size and a match
+ * across chunk borders are both found. Returns 1 (found), 0 or MX_EIO. */
+static int file_contains(const char *path, const char *needle, size_t nlen)
+{
+    char *buf = mx_xmalloc(SCAN_CHUNK + nlen);
+    size_t have = 0;
+    int found = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        free(buf);
+        return MX_EIO;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf + have, SCAN_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            found = MX_EIO;
+            break;
+        }
+        if (n == 0)
+            break;
+        have += (size_t)n;
+        if (memmem(buf, have, needle, nlen) != NULL) {
+            found = 1;
+            break;
+        }
+        if (have >= nlen) {
+            memmove(buf, buf + have - (nlen - 1), nlen - 1);
+            have = nlen - 1;
+        }
+    }
+    close(fd);
+    free(buf);
+    return found;
+}
+
+static int scan_path(const char *path, const char *needle, size_t nlen, struct hits *h, int depth)
+{
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+    int rc = 0;
+
+    if (lstat(path, &st) != 0) {
+        say("scan %s: %s", path, strerror(errno));
+        return MX_EIO;
+    }
+    if (S_ISREG(st.st_mode)) {
+        int r = file_contains(path, needle, nlen);
+        if (r < 0)
+            say("scan %s: cannot read", path);
+        else if (r > 0)
+            hits_add(h, path);
+        return r < 0 ? r : 0;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return 0;
+    if (depth >= SCAN_MAX_DEPTH)
+        return MX_ELIMIT;
+    d = opendir(path);
+    if (d == NULL)
+        return MX_EIO;
+    while ((e = readdir(d)) != NULL) {
+        char *sub;
+        int r;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        sub = mx_xasprintf("%s/%s", path, e->d_name);
+        r = scan_path(sub, needle, nlen, h, depth + 1);
+        free(sub);
+        if (r < 0)
+            rc = r;
+    }
+    closedir(d);
+    return rc;
+}
+
+int mx_it_scan_for(const char *const *paths, const char *needle, char ***hits)
+{
+    struct hits h = {NULL, 0};
+    size_t nlen = strlen(needle);
+    int rc = 0;
+
+    MX_ASSERT(nlen > 0);
+    for (const char *const *p = paths; *p; p++) {
+        int r = scan_path(*p, needle, nlen, &h, 0);
+        if (r < 0)
+            rc = r;
+    }
+    if (rc < 0) {
+        mx_it_strv_free(h.v);
+        return rc;
+    }
+    if (hits) {
+        if (h.v == NULL)
+            h.v = mx_xcalloc(1, sizeof(char *));
+        *hits = h.v;
+    } else {
+        mx_it_strv_free(h.v);
+    }
+    return (int)h.cnt;
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+static struct proc *find_proc(pid_t pid)
+{
+    for (int i = 0; i < nprocs; i++) {
+        if (procs[i].pid == pid)
+            return &procs[i];
+    }
+    return NULL;
+}
+
+static bool name_has(const char *entry, const char *var, size_t var_len)
+{
+    return strncmp(entry, var, var_len) == 0 && (entry[var_len] == '=' || entry[var_len] == '\0');
+}
+
+/* environ with |env| applied: "NAME=value" replaces or adds, "NAME" removes.
+ * The strings stay borrowed; only the array is allocated. */
+static char **build_env(const char *const *env)
+{
+    size_t n = 0, m = 0, k = 0;
+    char **out;
+
+    for (char **e = environ; *e; e++)
+        n++;
+    for (const char *const *e = env; e && *e; e++)
+        m++;
+    out = mx_xcalloc(n + m + 1, sizeof(char *));
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+        bool overridden = false;
+        for (const char *const *o = env; o && *o && !overridden; o++) {
+            const char *oeq = strchr(*o, '=');
+            size_t olen = oeq ? (size_t)(oeq - *o) : strlen(*o);
+            overridden = olen == len && name_has(*e, *o, olen);
+        }
+        if (!overridden)
+            out[k++] = *e;
+    }
+    for (const char *const *o = env; o && *o; o++) {
+        if (strchr(*o, '=') != NULL)
+            out[k++] = (char *)(uintptr_t)*o;
+    }
+    out[k] = NULL;
+    return out;
+}
+
+static char *unique_log_path(const char *name, const char *ext)
+{
+    char *path = mx_xasprintf("%s/%s.%s", mx_it_dir(), name, ext);
+    for (int i = 2; access(path, F_OK) == 0 && i < 1000; i++) {
+        free(path);
+        path = mx_xasprintf("%s/%s-%d.%s", mx_it_dir(), name, i, ext);
+    }
+    return path;
+}
+
+static pid_t spawn_proc(const char *name, const char *const *argv, const char *const *env,
+                        const char *out_path, const char *err_path)
+{
+    static const int reset[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP, SIGALRM,
+                                SIGCHLD, SIGUSR1, SIGUSR2, SIGQUIT};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, def;
+    char **envp;
+    pid_t pid = -1;
+    int rc;
+    struct proc *p;
+
+    if (nprocs >= MX_IT_MAX_PROCS) {
+        say("spawn %s: more than %d processes in one test", name, MX_IT_MAX_PROCS);
+        return -1;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_APPEND,
+                                     0600);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path,
+                                         O_WRONLY | O_CREAT | O_APPEND, 0600);
+    else
+        posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+
+    posix_spawnattr_init(&at);
+    sigemptyset(&none);
+    sigemptyset(&def);
+    for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+        sigaddset(&def, reset[i]);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &def);
+    /* Its own group: stopping it also stops what it forked (wake hooks). */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+
+    envp = build_env(env);
+    rc = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)(uintptr_t)argv, envp);
+    free(envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        say("spawn %s (%s): %s", name, argv[0], strerror(rc));
+        return -1;
+    }
+
+    p = &procs[nprocs];
+    p->name = mx_xstrdup(name);
+    p->out_path = mx_xstrdup(out_path);
+    p->err_path = err_path ? mx_xstrdup(err_path) : NULL;
+    p->status = 0;
+    p->reaped = 0;
+    p->pid = pid;
+    nprocs++;
+    fprintf(stderr, "mx_it: started %s pid %ld, log %s\n", name, (long)pid, out_path);
+    return pid;
+}
+
+pid_t mx_it_spawn(const char *name, const char *const *argv, const char *const *env,
+                  const char *log_path)
+{
+    char *path = log_path ? mx_xstrdup(log_path) : unique_log_path(name, "log");
+    pid_t pid = spawn_proc(name, argv, env, path, NULL);
+    free(path);
+    return pid;
+}
+
+int mx_it_signal(pid_t pid, int sig)
+{
+    struct proc *p = find_proc(pid);
+    if (p == NULL || p->reaped)
+        return MX_ENOTFOUND;
+    return kill(pid, sig) == 0 ? 0 : MX_EIO;
+}
+
+static bool exited(struct proc *p)
+{
+    siginfo_t si;
+    if (p->reaped)
+        return true;
+    memset(&si, 0, sizeof(si));
+    /* WNOWAIT leaves the zombie, so the pid and its group id stay ours and
+     * cannot be reused by an unrelated process while we still signal them. */
+    if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return errno == ECHILD;
+    return si.si_pid == p->pid;
+}
+
+bool mx_it_has_exited(pid_t pid)
+{
+    struct proc *p = find_proc(pid);
+    return p == NULL || exited(p);
+}
+
+/* The leader has exited: kill the rest of its group, then reap it. */
+static void reap(struct proc *p)
+{
+    int st = 0;
+    int64_t deadline = now_ms() + REAP_TIMEOUT_MS;
+    if (p->reaped)
+        return;
+    kill(-p->pid, SIGKILL);
+    p->reaped = 1;
+    for (;;) {
+        pid_t r = waitpid(p->pid, &st, WNOHANG);
+        if (r == p->pid) {
+            p->status = st;
+            return;
+        }
+        if (r < 0 && errno != EINTR) {
+            p->status = -1;
+            return;
+        }
+        if (now_ms() > deadline) {
+            say("%s pid %ld: not reaped after %d ms", p->name, (long)p->pid, REAP_TIMEOUT_MS);
+            p->status = -1;
+            return;
+        }
+        sleep_ms(POLL_MS / 4 + 1);
+    }
+}
+
+int mx_it_wait_exit(pid_t pid, int timeout_ms)
+{
+    struct proc *p = find_proc(pid);
+    int64_t deadline = now_ms() + timeout_ms;
+    if (p == NULL)
+        return MX_ENOTFOUND;
+    for (;;) {
+        if (exited(p)) {
+            reap(p);
+            return p->status;
+        }
+        if (now_ms() > deadline)
+            return MX_ETIMEDOUT;
+        sleep_ms(POLL_MS / 2);
+    }
+}
+
+void mx_it_kill_all(void)
+{
+    int64_t deadline = now_ms() + MX_IT_KILL_GRACE_MS;
+    bool waiting = false;
+
+    for (int i = 0; i < nprocs; i++) {
+        if (!procs[i].reaped && !exited(&procs[i])) {
+            kill(-procs[i].pid, SIGTERM);
+            waiting = true;
+        }
+    }
+    while (waiting && now_ms() < deadline) {
+        waiting = false;
+        for (int i = 0; i < nprocs; i++)
+            waiting = waiting || !exited(&procs[i]);
+        if (waiting)
+            sleep_ms(POLL_MS / 2);
+    }
+    for (int i = 0; i < nprocs; i++) {
+        if (!procs[i].reaped && !exited(&procs[i]))
+            say("%s pid %ld ignored SIGTERM for %d ms; killing", procs[i].name, (long)procs[i].pid,
+                MX_IT_KILL_GRACE_MS);
+        reap(&procs[i]);
+    }
+}
+
+static void describe_status(const struct proc *p, char *out, size_t cap)
+{
+    if (!p->reaped)
+        snprintf(out, cap, "running");
+    else if (p->status < 0)
+        snprintf(out, cap, "unknown");
+    else if (WIFEXITED(p->status))
+        snprintf(out, cap, "exit %d", WEXITSTATUS(p->status));
+    else if (WIFSIGNALED(p->status))
+        snprintf(out, cap, "signal %d", WTERMSIG(p->status));
+    else
+        snprintf(out, cap, "status %d", p->status);
+}
+
+static void print_tail(const char *label, const char *path)
+{
+    size_t len = 0;
+    char *data = mx_it_read_file(path, &len);
+    size_t from = len > LOG_TAIL_BYTES ? len - LOG_TAIL_BYTES : 0;
+    fprintf(stderr, "----- %s: %s (%zu bytes%s) -----\n", label, path, len,
+            from ? ", last 64 KiB" : "");
+    if (data == NULL) {
+        fprintf(stderr, "(cannot read)\n");
+        return;
+    }
+    fwrite(data + from, 1, len - from, stderr);
+    if (len && data[len - 1] != '\n')
+        fputc('\n', stderr);
+    free(data);
+}
+
+static void print_logs(void)
+{
+    for (int i = 0; i < nprocs; i++) {
+        char st[32];
+        describe_status(&procs[i], st, sizeof(st));
+        fprintf(stderr, "===== %s pid %ld (%s) =====\n", procs[i].name, (long)procs[i].pid, st);
+        print_tail(procs[i].err_path ? "stdout" : "log", procs[i].out_path);
+        if (procs[i].err_path)
+            print_tail("stderr", procs[i].err_path);
+    }
+}
+
+/* ---- ports and HTTP --------------------------------------------------- */
+
+int mx_it_free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t slen = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = MX_EIO;
+    if (fd < 0)
+        return MX_EIO;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &slen) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+/* A port file is complete once it ends in a newline, or reads the same twice:
+ * writers differ in whether they rename into place. */
+static int parse_port(const char *data, size_t len)
+{
+    int64_t v;
+    while (len && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' '))
+        len--;
+    if (mx_num_parse(data, len, 1, 65535, &v) != 0)
+        return -1;
+    return (int)v;
+}
+
+int mx_it_port_file(pid_t pid, const char *path, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    int last = -1;
+    for (;;) {
+        size_t len = 0;
+        char *data = mx_it_read_file(path, &len);
+        if (data) {
+            int port = parse_port(data, len);
+            bool complete = len > 0 && data[len - 1] == '\n';
+            free(data);
+            if (port > 0 && (complete || port == last))
+                return port;
+            last = port;
+        }
+        if (pid > 0 && mx_it_has_exited(pid)) {
+            say("pid %ld exited before writing %s", (long)pid, path);
+            return MX_ECLOSED;
+        }
+        if (now_ms() > deadline) {
+            say("no port in %s after %d ms", path, timeout_ms);
+            return MX_ETIMEDOUT;
+        }
+        sleep_ms(POLL_MS);
+    }
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *data)
+{
+    return mx_buf_append(data, p, size * n) == 0 ? size * n : 0;
+}
+
+int mx_it_http_full(const char *method, const char *url, const char *const *headers,
+                    const char *body, int timeout_ms, long *status, char **resp_headers,
+                    char **resp_body)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    struct mx_buf rb, hb;
+    CURLcode cc;
+    int rc = 0;
+
+    MX_ASSERT(c != NULL);
+    init_once();
+    mx_buf_init(&rb, HTTP_BODY_CAP);
+    mx_buf_init(&hb, 1024 * 1024);
+    for (const char *const *h = headers; h && *h; h++)
+        hl = curl_slist_append(hl, *h);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    /* Test traffic stays on loopback whatever proxy the environment names. */
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms < 5000 ? timeout_ms : 5000));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &rb);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
+
+    cc = curl_easy_perform(c);
+    *status = 0;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else if (cc == CURLE_OPERATION_TIMEDOUT)
+        rc = MX_ETIMEDOUT;
+    else
+        rc = MX_EIO;
+    if (resp_body)
+        *resp_body = mx_xstrndup(mx_buf_data(&rb), mx_buf_len(&rb));
+    if (resp_headers)
+        *resp_headers = mx_xstrndup(mx_buf_data(&hb), mx_buf_len(&hb));
+    mx_buf_clear(&rb);
+    mx_buf_clear(&hb);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(c);
+    return rc;
+}
+
+int mx_it_http(const char *method, const char *url, const char *const *headers, const char *body,
+               long *status, char **resp_body)
+{
+    return mx_it_http_full(method, url, headers, body, MX_IT_HTTP_TIMEOUT_MS, status, NULL,
+                           resp_body);
+}
+
+/* Poll until |url| answers (|want| < 0: any status); stop early when |pid|
+ * (if > 0) exits. */
+static int poll_http(const char *url, long want, pid_t pid, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    long last = 0;
+    for (;;) {
+        long status = 0;
+        int rc = mx_it_http_full("GET", url, NULL, NULL, 2000, &status, NULL, NULL);
+        if (rc == 0 && (want < 0 || status == want))
+            return (int)status;
+        if (rc == 0)
+            last = status;
+        if (pid > 0 && mx_it_has_exited(pid)) {
+            say("pid %ld exited while waiting for %s", (long)pid, url);
+            return MX_ECLOSED;
+        }
+        if (now_ms() > deadline) {
+            say("%s: no %s answer after %d ms (last status %ld)", url,
+                want < 0 ? "HTTP" : "expected", timeout_ms, last);
+            return MX_ETIMEDOUT;
+        }
+        sleep_ms(POLL_MS * 2);
+    }
+}
+
+int mx_it_wait_http(const char *url, int timeout_ms)
+{
+    return poll_http(url, -1, 0, timeout_ms);
+}
+
+int mx_it_wait_http_status(const char *url, long want_status, int timeout_ms)
+{
+    int rc = poll_http(url, want_status, 0, timeout_ms);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- node ------------------------------------------------------------- */
+
+static bool node_ready(void)
+{
+    char *mods = mx_xasprintf("%s/tests/js/node_modules/@modelcontextprotocol/sdk/package.json",
+                              mx_it_source_dir());
+    bool ok = access(mods, R_OK) == 0;
+    if (!ok)
+        say("%s is missing: run .ci/setup (npm ci in tests/js) first", mods);
+    free(mods);
+    return ok;
+}
+
+pid_t mx_it_node_start(const char *script, const char *const *args, const char *const *env)
+{
+    const char *argv[32];
+    size_t argc = 0;
+    char *path, *name, *out_path, *err_path;
+    pid_t pid;
+
+    if (!node_ready())
+        return -1;
+    path = mx_xasprintf("%s/tests/js/%s", mx_it_source_dir(), script);
+    name = mx_xasprintf("node-%.*s-%u", (int)strcspn(script, "."), script, ++seq);
+    out_path = unique_log_path(name, "out");
+    err_path = unique_log_path(name, "log");
+    argv[argc++] = "node";
+    argv[argc++] = path;
+    for (const char *const *a = args; a && *a && argc < 31; a++)
+        argv[argc++] = *a;
+    argv[argc] = NULL;
+    pid = spawn_proc(name, argv, env, out_path, err_path);
+    free(path);
+    free(name);
+    free(out_path);
+    free(err_path);
+    return pid;
+}
+
+int mx_it_node_finish(pid_t pid, int timeout_ms, json_t **out)
+{
+    struct proc *p = find_proc(pid);
+    char *data;
+    size_t len = 0;
+    int st;
+
+    *out = NULL;
+    if (p == NULL || p->err_path == NULL)
+        return MX_ENOTFOUND;
+    st = mx_it_wait_exit(pid, timeout_ms);
+    if (st == MX_ETIMEDOUT) {
+        say("%s: no exit after %d ms", p->name, timeout_ms);
+        mx_it_signal(pid, SIGKILL);
+        mx_it_wait_exit(pid, REAP_TIMEOUT_MS);
+    }
+    data = mx_it_read_file(p->out_path, &len);
+    if (data && len) {
+        json_error_t err;
+        *out = json_loadb(data, len, JSON_REJECT_DUPLICATES, &err);
+        if (*out == NULL)
+            say("%s: stdout is not one JSON object (%s): %.200s", p->name, err.text, data);
+    }
+    free(data);
+    if (st < 0)
+        return st;
+    if (!WIFEXITED(st))
+        return MX_EIO;
+    return WEXITSTATUS(st);
+}
+
+int mx_it_node(const char *script, const char *const *args, const char *const *env, json_t **out)
+{
+    pid_t pid = mx_it_node_start(script, args, env);
+    *out = NULL;
+    if (pid <= 0)
+        return MX_EIO;
+    return mx_it_node_finish(pid, MX_IT_NODE_TIMEOUT_MS, out);
+}
+
+pid_t mx_it_client_start(const char *url, const char *scenario, const char *args_json,
+                         const char *bearer)
+{
+    const char *args[] = {url, scenario, args_json ? args_json : "{}", NULL};
+    const char *env[] = {"MX_CLIENT_HEADERS", NULL};
+    char *headers_env = NULL;
+    pid_t pid;
+
+    if (bearer) {
+        json_t *h = json_object();
+        char *value = mx_xasprintf("Bearer %s", bearer);
+        char *dump;
+        json_object_set_new(h, "Authorization", json_string(value));
+        dump = json_dumps(h, JSON_COMPACT);
+        headers_env = mx_xasprintf("MX_CLIENT_HEADERS=%s", dump);
+        free(dump);
+        free(value);
+        json_decref(h);
+        env[0] = headers_env;
+    }
+    pid = mx_it_node_start("client.mjs", args, env);
+    free(headers_env);
+    return pid;
+}
+
+int mx_it_client(const char *url, const char *scenario, const char *args_json, const char *bearer,
+                 json_t **out)
+{
+    pid_t pid = mx_it_client_start(url, scenario, args_json, bearer);
+    *out = NULL;
+    if (pid <= 0)
+        return MX_EIO;
+    return mx_it_node_finish(pid, MX_IT_NODE_TIMEOUT_MS, out);
+}
+
+/* ---- fixtures --------------------------------------------------------- */
+
+pid_t mx_it_start_everything(const char *bearer, int *port)
+{
+    const char *src;
+    char *bind_pre, *auth_pre, *server, *port_file, *port_env, *bearer_env, *url;
+    pid_t pid;
+    int p;
+
+    *port = 0;
+    if (!node_ready())
+        return -1;
+    src = mx_it_source_dir();
+    bind_pre = mx_xasprintf("%s/tests/js/bind-localhost.mjs", src);
+    auth_pre = mx_xasprintf("%s/tests/js/require-auth.mjs", src);
+    server = mx_xasprintf(
+        "%s/tests/js/node_modules/@modelcontextprotocol/server-everything/dist/index.js", src);
+    port_file = unique_log_path("everything", "port");
+    port_env = mx_xasprintf("MX_PORT_FILE=%s", port_file);
+    bearer_env = mx_xasprintf("MX_UPSTREAM_BEARER=%s", bearer);
+    {
+        const char *argv[] = {"node",   "--import", bind_pre,         "--import",
+                              auth_pre, server,     "streamableHttp", NULL};
+        /* PORT=0 and the port file: the preload reports the port the kernel
+         * chose, so there is no window in which another process can take it. */
+        const char *env[] = {"PORT=0", port_env, bearer_env, "NODE_OPTIONS", NULL};
+        pid = mx_it_spawn("everything", argv, env, NULL);
+    }
+    p = pid > 0 ? mx_it_port_file(pid, port_file, MX_IT_START_TIMEOUT_MS) : -1;
+    if (p > 0) {
+        url = mx_xasprintf("http://127.0.0.1:%d/__auth_stats", p);
+        if (poll_http(url, 200, pid, MX_IT_START_TIMEOUT_MS) < 0)
+            p = -1;
+        free(url);
+    }
+    free(bind_pre);
+    free(auth_pre);
+    free(server);
+    free(port_file);
+    free(port_env);
+    free(bearer_env);
+    if (pid <= 0 || p <= 0)
+        return -1;
+    *port = p;
+    return pid;
+}
+
+pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *extra_args,
+                      int *port)
+{
+    const char *argv[48];
+    size_t argc = 0;
+    char *bin = mx_xasprintf("%s/sandbox-sim", mx_it_build_dir());
+    char *port_file = unique_log_path(name, "port");
+    char *bearer_env = bearer ? mx_xasprintf("MX_SIM_BEARER=%s", bearer) : NULL;
+    const char *env[] = {bearer_env ? bearer_env : "MX_SIM_BEARER", NULL};
+    pid_t pid = -1;
+    int p = -1;
+
+    *port = 0;
+    argv[argc++] = bin;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:0";
+    argv[argc++] = "--port-file";
+    argv[argc++] = port_file;
+    if (bearer) {
+        argv[argc++] = "--bearer-env";
+        argv[argc++] = "MX_SIM_BEARER";
+    }
+    for (const char *const *a = extra_args; a && *a && argc < 47; a++)
+        argv[argc++] = *a;
+    argv[argc] = NULL;
+
+    if (access(bin, X_OK) == 0)
+        pid = mx_it_spawn(name, argv, env, NULL);
+    else
+        say("%s is not built", bin);
+    if (pid > 0)
+        p = mx_it_port_file(pid, port_file, MX_IT_START_TIMEOUT_MS);
+    if (p > 0) {
+        /* Any answer will do: /__stats wants the credential too. */
+        char *url = mx_xasprintf("http://127.0.0.1:%d/__stats", p);
+        if (poll_http(url, -1, pid, MX_IT_START_TIMEOUT_MS) < 0)
+            p = -1;
+        free(url);
+    }
+    free(bin);
+    free(port_file);
+    free(bearer_env);
+    if (pid <= 0 || p <= 0)
+        return -1;
+    *port = p;
+    return pid;
+}
+
+pid_t mx_it_start_mcplex(const char *config_path, int port)
+{
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *url = mx_xasprintf("http://127.0.0.1:%d/health", port);
+    const char *argv[] = {bin, "serve", "-c", config_path, NULL};
+    pid_t pid = mx_it_spawn("mcplex", argv, NULL, NULL);
+    if (pid > 0 && poll_http(url, 200, pid, MX_IT_START_TIMEOUT_MS) < 0)
+        pid = -1;
+    free(bin);
+    free(url);
+    return pid;
+}
+
+/* ---- cmocka glue ------------------------------------------------------ */
+
+int mx_it_setup(void **state)
+{
+    const char *build = getenv("MX_BUILD_DIR");
+    const char *tmp = getenv("TMPDIR");
+    char *base, *tmpl;
+
+    (void)state;
+    init_once();
+    if (build && *build) {
+        char *tests = mx_xasprintf("%s/tests", build);
+        mkdir_ok(tests);
+        free(tests);
+        base = mx_xasprintf("%s/tests/it-tmp", build);
+    } else {
+        base = mx_xstrdup(tmp && *tmp ? tmp : "/tmp");
+    }
+    if (mkdir_ok(base) != 0) {
+        free(base);
+        return -1;
+    }
+    tmpl = mx_xasprintf("%s/%s-XXXXXX", base, program_invocation_short_name);
+    free(base);
+    if (mkdtemp(tmpl) == NULL) {
+        say("mkdtemp %s: %s", tmpl, strerror(errno));
+        free(tmpl);
+        return -1;
+    }
+    test_dir = tmpl;
+    test_passed = false;
+    return 0;
+}
+
+void mx_it_pass(void)
+{
+    test_passed = true;
+}
+
+int mx_it_teardown(void **state)
+{
+    const char *keep = getenv("MX_IT_KEEP");
+    (void)state;
+    mx_it_kill_all();
+    if (!test_passed) {
+        print_logs();
+        fprintf(stderr, "mx_it: test failed; its files are kept in %s\n", test_dir);
+    } else if (keep && *keep && strcmp(keep, "0") != 0) {
+        fprintf(stderr, "mx_it: MX_IT_KEEP set; files kept in %s\n", test_dir);
+    } else if (test_dir) {
+        rm_rf(test_dir);
+    }
+    for (int i = 0; i < nprocs; i++) {
+        free(procs[i].name);
+        free(procs[i].out_path);
+        free(procs[i].err_path);
+        memset(&procs[i], 0, sizeof(procs[i]));
+    }
+    nprocs = 0;
+    free(test_dir);
+    test_dir = NULL;
+    test_passed = false;
+    return 0;
+}

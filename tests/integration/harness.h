@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration test harness: starts real processes (mcplex, sandbox-sim, node
+ * fixtures) on 127.0.0.1, waits for them with a bound on every wait, talks
+ * HTTP with libcurl, scans files for canary secrets and cleans up. It owns a
+ * per-test directory and a table of the processes it started; it never
+ * signals a process it did not start.
+ *
+ * Use from a cmocka group: every test runs with mx_it_setup/mx_it_teardown
+ * and calls mx_it_pass() as its last statement. A test that did not reach
+ * mx_it_pass() failed: teardown then prints the log of every process of the
+ * test and keeps its directory (set MX_IT_KEEP=1 to keep it on success too).
+ *
+ * Paths come from the environment ctest sets: MX_BUILD_DIR (binaries) and
+ * MX_SOURCE_DIR (tests/js and its node_modules).
+ *
+ * Functions returning int return 0 (or a count/status, as documented) or a
+ * negative enum mx_err. All strings returned as char * are the caller's, to
+ * free with free(); paths returned as const char * are borrowed.
+ */
+#ifndef MX_IT_HARNESS_H
+#define MX_IT_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#define MX_IT_MAX_PROCS   128 /* per test, node client runs included */
+#define MX_IT_CANARY_SIZE 40  /* "canary-" + 32 hex + NUL */
+
+/* Bounds used by the helpers below when the caller gives none. */
+#define MX_IT_START_TIMEOUT_MS 15000 /* a process to open its port */
+#define MX_IT_KILL_GRACE_MS    3000  /* SIGTERM to SIGKILL */
+#define MX_IT_HTTP_TIMEOUT_MS  30000 /* one mx_it_http() exchange */
+#define MX_IT_NODE_TIMEOUT_MS  60000 /* one node script, start to exit */
+#define MX_IT_WATCHDOG_S       270   /* whole test binary; ctest's TIMEOUT is 300 */
+
+/* cmocka setup/teardown (state is unused). Setup makes the test directory,
+ * teardown stops every process, reports and removes or keeps the directory. */
+int mx_it_setup(void **state);
+int mx_it_teardown(void **state);
+/* Mark the running test as passed; the last statement of every test. */
+void mx_it_pass(void);
+
+/* The current test's directory, and a new path inside it (caller frees). */
+const char *mx_it_dir(void);
+char *mx_it_path(const char *name);
+/* $MX_BUILD_DIR and $MX_SOURCE_DIR; the test fails when they are unset. */
+const char *mx_it_build_dir(void);
+const char *mx_it_source_dir(void);
+
+/*
+ * Start |argv| (argv[0] is searched in PATH when it has no '/') in its own
+ * process group, stdin from /dev/null, stdout and stderr appended to
+ * |log_path| (NULL: <test dir>/<name>.log). |env| is a NULL-terminated list
+ * of "NAME=value" entries set on top of the harness's environment, or of
+ * "NAME" entries removed from it; NULL changes nothing. Returns the pid, or
+ * -1 after printing why (the process table is full, spawn failed).
+ */
+pid_t mx_it_spawn(const char *name, const char *const *argv, const char *const *env,
+                  const char *log_path);
+/* Send |sig| to a process started by mx_it_spawn() that has not been reaped.
+ * Returns 0, MX_ENOTFOUND (not ours or already reaped) or MX_EIO. */
+int mx_it_signal(pid_t pid, int sig);
+/* Whether |pid| has exited (true for a pid that is not ours); does not reap. */
+bool mx_it_has_exited(pid_t pid);
+/*
+ * Wait up to |timeout_ms| for |pid| (one of ours) to exit, then kill what is
+ * left of its process group and reap it. Returns the wait status (>= 0, use
+ * WIFEXITED/WEXITSTATUS), MX_ETIMEDOUT (still running, not reaped) or
+ * MX_ENOTFOUND. Once reaped, later calls return the same status.
+ */
+int mx_it_wait_exit(pid_t pid, int timeout_ms);
+/*
+ * Stop every process the harness started and has not reaped: SIGTERM to each
+ * process group, SIGKILL after MX_IT_KILL_GRACE_MS, then reap. Also runs at
+ * exit and from the watchdog. Only pids from the table are signalled.
+ */
+void mx_it_kill_all(void);
+
+/*
+ * A port that was free on 127.0.0.1 a moment ago: bind :0, read the port,
+ * close. Another process may take it before the caller binds it (a small race,
+ * harmless on a test machine); prefer a child that binds :0 itself and writes
+ * a port file. Returns the port or MX_EIO.
+ */
+int mx_it_free_port(void);
+/*
+ * Wait up to |timeout_ms| for |path| to hold a port number (written by the
+ * child |pid| with --port-file or MX_PORT_FILE). Returns the port,
+ * MX_ECLOSED when |pid| exited first, or MX_ETIMEDOUT.
+ */
+int mx_it_port_file(pid_t pid, const char *path, int timeout_ms);
+/* Poll GET |url| until any HTTP answer arrives. Returns its status or
+ * MX_ETIMEDOUT. */
+int mx_it_wait_http(const char *url, int timeout_ms);
+/* Poll GET |url| until it answers |want_status|. Returns 0 or MX_ETIMEDOUT. */
+int mx_it_wait_http_status(const char *url, long want_status, int timeout_ms);
+
+/*
+ * One HTTP/1.1 exchange. |headers| is NULL or a NULL-terminated list of
+ * "Name: value"; |body| NULL sends none. On return *|status| is the status
+ * (0 when no answer) and *|resp_body| (if not NULL) the NUL-terminated body,
+ * which the caller frees. Returns 0, MX_ETIMEDOUT or MX_EIO.
+ */
+int mx_it_http(const char *method, const char *url, const char *const *headers, const char *body,
+               long *status, char **resp_body);
+/* Same, with a timeout and the response headers as one string (caller frees;
+ * may be NULL). */
+int mx_it_http_full(const char *method, const char *url, const char *const *headers,
+                    const char *body, int timeout_ms, long *status, char **resp_headers,
+                    char **resp_body);
+
+/*
+ * Run `node <source>/tests/js/<script> <args...>` with |env| (as for
+ * mx_it_spawn), wait up to MX_IT_NODE_TIMEOUT_MS, and parse its stdout as one
+ * JSON object into *|out| (caller json_decref()s; NULL when stdout was not
+ * JSON). stdout and stderr are kept in the test directory. Returns the exit
+ * status (0..255), or MX_ETIMEDOUT, MX_ENOTFOUND (not ours), MX_EIO (could
+ * not start, killed by a signal).
+ */
+int mx_it_node(const char *script, const char *const *args, const char *const *env, json_t **out);
+/* The two halves of mx_it_node(), for several scripts at once: start returns
+ * the pid or -1; finish waits up to |timeout_ms| and returns as mx_it_node(). */
+pid_t mx_it_node_start(const char *script, const char *const *args, const char *const *env);
+int mx_it_node_finish(pid_t pid, int timeout_ms, json_t **out);
+/*
+ * tests/js/client.mjs against |url|: |scenario| with |args_json| (NULL: {}),
+ * sending "Authorization: Bearer <bearer>" when |bearer| is not NULL (through
+ * MX_CLIENT_HEADERS in its environment, never argv). Returns as mx_it_node().
+ */
+int mx_it_client(const char *url, const char *scenario, const char *args_json, const char *bearer,
+                 json_t **out);
+/* Start the same without waiting; finish with mx_it_node_finish(). */
+pid_t mx_it_client_start(const char *url, const char *scenario, const char *args_json,
+                         const char *bearer);
+
+/*
+ * server-everything under the bind-localhost and require-auth preloads,
+ * requiring "Authorization: Bearer <bearer>". Waits until it answers HTTP and
+ * stores its port. Returns the pid or -1.
+ */
+pid_t mx_it_start_everything(const char *bearer, int *port);
+/*
+ * build/sandbox-sim on 127.0.0.1:0 with a port file, requiring the bearer
+ * |bearer| (passed through the environment, never argv); |extra_args| NULL or
+ * more flags. Waits until it answers HTTP. Returns the pid or -1.
+ */
+pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *extra_args,
+                      int *port);
+/* build/mcplex serve -c |config_path|, whose listener is 127.0.0.1:|port|
+ * (plain HTTP); waits until GET /health answers 200. Returns the pid or -1. */
+pid_t mx_it_start_mcplex(const char *config_path, int port);
+
+/* "canary-<32 hex>" into |buf| (at least MX_IT_CANARY_SIZE bytes). */
+void mx_it_canary(char *buf, size_t cap);
+/*
+ * Look for |needle| in every file under |paths| (a NULL-terminated list of
+ * files or directories, searched recursively). Returns the number of files
+ * that contain it; with |hits| not NULL, *|hits| is a NULL-terminated list of
+ * their paths, freed with mx_it_strv_free(). Returns MX_EIO when a path
+ * cannot be read.
+ */
+int mx_it_scan_for(const char *const *paths, const char *needle, char ***hits);
+void mx_it_strv_free(char **v);
+
+/* Write |len| bytes (0600, replacing the file). Returns 0 or MX_EIO. */
+int mx_it_write_file(const char *path, const char *data, size_t len);
+/* Read a whole file (at most 64 MiB) with a NUL after it; caller frees.
+ * Returns NULL when it cannot be read. */
+char *mx_it_read_file(const char *path, size_t *len);
+
+#endif
