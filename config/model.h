@@ -50,6 +50,8 @@ struct mx_server_cfg {
     struct mx_strv command;  /* argv for stdio upstreams */
     char *cwd;               /* NULL: inherit */
     struct mx_strv env;      /* "NAME" or "NAME=<secret ref>" entries */
+    struct mx_secret **env_secret; /* env.cnt slots, set by mx_config_resolve_secrets()
+                                      for "NAME=<secret ref>" entries, else NULL */
     enum mx_start_mode start;
 
     enum mx_auth_kind auth;

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex vault set NAME | list | rm NAME`. A value is read from stdin only,
+ * never from argv (which other users can see in ps), with the terminal echo
+ * off when stdin is a terminal. The vault file is found from --vault, else
+ * the config's [proxy] vault, else the default path.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "alloc.h"
+#include "cli.h"
+#include "cmd_config.h"
+#include "model.h"
+#include "secret_int.h"
+#include "vault.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mcplex vault [--vault PATH] [-c FILE] set NAME\n"
+               "       mcplex vault [--vault PATH] [-c FILE] list\n"
+               "       mcplex vault [--vault PATH] [-c FILE] rm NAME\n"
+               "\n"
+               "Keeps upstream secrets in the vault file (mode 0600), for references\n"
+               "such as secret = \"vault:NAME\". NAME is 1 to 64 characters from\n"
+               "A-Za-z0-9_.-.\n"
+               "\n"
+               "  set NAME           store the value read from stdin (one trailing\n"
+               "                     newline is dropped; an empty value is refused)\n"
+               "  list               print the names, never the values\n"
+               "  rm NAME            remove an entry\n"
+               "  --vault PATH       the vault file to use\n"
+               "  -c, --config FILE  take the vault path from this config's [proxy] vault\n"
+               "                     (default: the config mcplex check would find, else\n"
+               "                     %s)\n"
+               "  -h, --help         this text\n"
+               "\n"
+               "Exit status: 0 done, 1 failed, 2 usage error.\n",
+            MX_VAULT_DEFAULT);
+}
+
+/* Returns a new path, or NULL after printing why. */
+static char *vault_path(const char *vault_arg, const char *config_arg)
+{
+    struct mx_config *cfg;
+    struct mx_diag d;
+    char line[1024];
+
+    if (vault_arg)
+        return mx_path_expand(vault_arg);
+    char *cfg_path = mx_config_find(config_arg);
+    if (config_arg == NULL && access(cfg_path, F_OK) != 0) {
+        free(cfg_path);
+        return mx_path_expand(MX_VAULT_DEFAULT);
+    }
+    memset(&d, 0, sizeof(d));
+    int rc = mx_config_load(cfg_path, &cfg, &d);
+    free(cfg_path);
+    if (rc) {
+        fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
+        fprintf(stderr, "mcplex vault: cannot tell which vault to use; pass --vault PATH\n");
+        return NULL;
+    }
+    char *path = mx_xstrdup(cfg->proxy.vault);
+    mx_config_free(cfg);
+    return path;
+}
+
+/*
+ * Reads the value from stdin: everything up to EOF from a pipe or file, one
+ * line from a terminal (echo off). Returns its length, or -1 when it does not
+ * fit in |cap|.
+ */
+static long read_value(const char *name, char *buf, size_t cap)
+{
+    struct termios old, quiet;
+    bool tty = isatty(0) && tcgetattr(0, &old) == 0;
+    size_t len = 0;
+
+    if (tty) {
+        fprintf(stderr, "value for %s (not echoed): ", name);
+        quiet = old;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(0, TCSAFLUSH, &quiet);
+    }
+    while (len < cap) {
+        ssize_t n = read(0, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        char *nl = tty ? memchr(buf, '\n', len) : NULL;
+        if (nl) {
+            len = (size_t)(nl - buf) + 1;
+            break;
+        }
+    }
+    if (tty) {
+        tcsetattr(0, TCSAFLUSH, &old);
+        fputc('\n', stderr);
+    }
+    if (len == cap)
+        return -1;
+    return (long)len;
+}
+
+static int do_set(const char *path, const char *name)
+{
+    struct mx_diag d;
+    char line[1024];
+    size_t cap = MX_SECRET_MAX_LEN + 3;
+    int status = 1;
+
+    if (!mx_vault_name_is_valid(name)) {
+        fprintf(stderr, "mcplex vault: invalid name '%s' (1 to 64 characters from A-Za-z0-9_.-)\n",
+                name);
+        return 2;
+    }
+    char *buf = mx_xmalloc(cap);
+    long n = read_value(name, buf, cap);
+    if (n < 0) {
+        fprintf(stderr, "mcplex vault: the value is larger than %d bytes\n", MX_SECRET_MAX_LEN);
+        goto out;
+    }
+    size_t len = (size_t)n;
+    if (len && buf[len - 1] == '\n') {
+        len--;
+        if (len && buf[len - 1] == '\r')
+            len--;
+    }
+    if (len == 0) {
+        fprintf(stderr, "mcplex vault: refusing an empty value for '%s'\n", name);
+        goto out;
+    }
+    memset(&d, 0, sizeof(d));
+    if (mx_vault_set(path, name, buf, len, &d) != 0) {
+        fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
+        goto out;
+    }
+    printf("stored '%s' in %s\n", name, path);
+    status = 0;
+out:
+    OPENSSL_cleanse(buf, cap);
+    free(buf);
+    return status;
+}
+
+static int do_list(const char *path)
+{
+    struct mx_diag d;
+    char line[1024];
+    char **names;
+    size_t cnt;
+
+    memset(&d, 0, sizeof(d));
+    if (mx_vault_list(path, &names, &cnt, &d) != 0) {
+        fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
+        return 1;
+    }
+    for (size_t i = 0; i < cnt; i++)
+        printf("%s\n", names[i]);
+    if (cnt == 0)
+        fprintf(stderr, "mcplex vault: %s holds no secrets\n", path);
+    mx_vault_names_free(names, cnt);
+    return 0;
+}
+
+static int do_rm(const char *path, const char *name)
+{
+    struct mx_diag d;
+    char line[1024];
+
+    if (!mx_vault_name_is_valid(name)) {
+        fprintf(stderr, "mcplex vault: invalid name '%s' (1 to 64 characters from A-Za-z0-9_.-)\n",
+                name);
+        return 2;
+    }
+    memset(&d, 0, sizeof(d));
+    if (mx_vault_remove(path, name, &d) != 0) {
+        fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
+        return 1;
+    }
+    printf("removed '%s' from %s\n", name, path);
+    return 0;
+}
+
+int mx_cmd_vault(int argc, char **argv)
+{
+    const char *vault_arg = NULL, *config_arg = NULL;
+    const char *pos[3];
+    int npos = 0;
+
+    for (int i = 1; i < argc; i++) {
+        int r = mx_cli_opt("vault", argc, argv, &i, NULL, "--vault", &vault_arg);
+        if (r == 0)
+            r = mx_cli_opt("vault", argc, argv, &i, "-c", "--config", &config_arg);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        if (mx_cli_is_help(argv[i])) {
+            usage(stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' || npos == 3) {
+            fprintf(stderr, "mcplex vault: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        pos[npos++] = argv[i];
+    }
+    const char *sub = npos ? pos[0] : NULL;
+    bool named = sub && (strcmp(sub, "set") == 0 || strcmp(sub, "rm") == 0);
+    if (sub == NULL || (named && npos != 2) || (!named && (strcmp(sub, "list") != 0 || npos != 1))) {
+        usage(stderr);
+        return 2;
+    }
+    char *path = vault_path(vault_arg, config_arg);
+    if (path == NULL)
+        return 1;
+    int status;
+    if (strcmp(sub, "set") == 0)
+        status = do_set(path, pos[1]);
+    else if (strcmp(sub, "rm") == 0)
+        status = do_rm(path, pos[1]);
+    else
+        status = do_list(path);
+    free(path);
+    return status;
+}

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Secret references resolved into struct mx_secret, and the few things a
+ * secret can be used for. Resolution happens at start and reload only, so it
+ * may block (a "cmd:" reference waits up to MX_SECRET_CMD_TIMEOUT_MS). Every
+ * message names the reference; none ever holds a byte of the value.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "model.h"
+#include "secret.h"
+#include "secret_int.h"
+#include "vault.h"
+
+#define MX_SECRET_CMD_TIMEOUT_MS 5000
+#define MX_SECRET_CMD_MAX_ARGS   64
+
+struct mx_secret {
+    char *p;
+    size_t len;
+};
+
+struct mx_secret *mx_secret_new(const char *p, size_t len)
+{
+    struct mx_secret *s = mx_xmalloc(sizeof(*s));
+    s->p = mx_xmalloc(len ? len : 1);
+    if (len)
+        memcpy(s->p, p, len);
+    s->len = len;
+    return s;
+}
+
+void mx_secret_free(struct mx_secret *s)
+{
+    if (s == NULL)
+        return;
+    OPENSSL_cleanse(s->p, s->len);
+    free(s->p);
+    free(s);
+}
+
+bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len)
+{
+    if (s == NULL || p == NULL)
+        return false;
+    /* Compare the same number of bytes whether or not the lengths match, so
+     * the time taken depends on the secret's length only. */
+    bool same_len = len == s->len;
+    const char *other = same_len ? p : s->p;
+    int diff = CRYPTO_memcmp(s->p, other, s->len);
+    return same_len & (diff == 0);
+}
+
+char *mx_secret_header_new(const struct mx_secret *s, enum mx_auth_kind kind, const char *name)
+{
+    char *prefix;
+    if (s == NULL)
+        return NULL;
+    switch (kind) {
+    case MX_AUTH_BEARER:
+        prefix = mx_xstrdup("Authorization: Bearer ");
+        break;
+    case MX_AUTH_COOKIE:
+        if (name == NULL)
+            return NULL;
+        prefix = mx_xasprintf("Cookie: %s=", name);
+        break;
+    case MX_AUTH_HEADER:
+        if (name == NULL)
+            return NULL;
+        prefix = mx_xasprintf("%s: ", name);
+        break;
+    default:
+        return NULL;
+    }
+    /* Sized once: a realloc could leave a copy of the value in freed memory. */
+    size_t plen = strlen(prefix);
+    char *line = mx_xmalloc(plen + s->len + 1);
+    memcpy(line, prefix, plen);
+    memcpy(line + plen, s->p, s->len);
+    line[plen + s->len] = '\0';
+    free(prefix);
+    return line;
+}
+
+void mx_secret_wipe_free(char *p)
+{
+    if (p == NULL)
+        return;
+    OPENSSL_cleanse(p, strlen(p));
+    free(p);
+}
+
+size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len)
+{
+    size_t n = 0, off = 0;
+    if (s == NULL || p == NULL || s->len == 0)
+        return 0;
+    while (off < len) {
+        char *hit = memmem(p + off, len - off, s->p, s->len);
+        if (hit == NULL)
+            break;
+        memset(hit, '*', s->len);
+        n++;
+        off = (size_t)(hit - p) + s->len;
+    }
+    return n;
+}
+
+bool mx_env_name_is_valid(const char *p, size_t len)
+{
+    if (len == 0 || (p[0] >= '0' && p[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = p[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool is_blank(const char *s)
+{
+    for (; *s; s++) {
+        if (*s != ' ' && *s != '\t')
+            return false;
+    }
+    return true;
+}
+
+const char *mx_secret_ref_check(const char *ref)
+{
+    if (ref == NULL || ref[0] == '\0')
+        return "empty secret reference";
+    if (has_prefix(ref, "env:")) {
+        if (!mx_env_name_is_valid(ref + 4, strlen(ref + 4)))
+            return "env: needs a variable name ([A-Za-z_][A-Za-z0-9_]*)";
+        return NULL;
+    }
+    if (has_prefix(ref, "vault:")) {
+        if (!mx_vault_name_is_valid(ref + 6))
+            return "vault: needs an entry name of 1 to 64 characters from A-Za-z0-9_.-";
+        return NULL;
+    }
+    if (has_prefix(ref, "file:")) {
+        if (ref[5] == '\0')
+            return "file: needs a path";
+        return NULL;
+    }
+    if (has_prefix(ref, "cmd:")) {
+        if (is_blank(ref + 4))
+            return "cmd: needs a command";
+        return NULL;
+    }
+    return "unknown kind of secret reference; use vault:NAME, env:NAME, file:PATH or "
+           "cmd:COMMAND";
+}
+
+const char *mx_secret_value_check(const char *p, size_t len)
+{
+    if (len == 0)
+        return "the value is empty";
+    if (len > MX_SECRET_MAX_LEN)
+        return "the value is larger than 64 KiB";
+    if (memchr(p, '\r', len) || memchr(p, '\n', len))
+        return "the value contains a line break";
+    if (memchr(p, '\0', len))
+        return "the value contains a NUL byte";
+    return NULL;
+}
+
+int mx_private_file_read(const char *path, const char *what, size_t max, char **out,
+                         size_t *out_len, char *why, size_t why_cap)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    /* O_NONBLOCK: a FIFO planted at the path must not hang start-up. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        rc = mx_err_from_errno(e);
+        if (rc != MX_ENOTFOUND && rc != MX_EPERM)
+            rc = MX_EIO;
+        snprintf(why, why_cap, "cannot open %s: %s", what, strerror(e));
+        return rc;
+    }
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, why_cap, "cannot stat %s: %s", what, strerror(errno));
+        rc = MX_EIO;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, why_cap, "%s is not a regular file", what);
+        rc = MX_EPERM;
+        goto out;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, why_cap, "%s is owned by uid %u, not by you (uid %u)", what,
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        rc = MX_EPERM;
+        goto out;
+    }
+    if (st.st_mode & 077) {
+        unsigned mode = (unsigned)(st.st_mode & 07777);
+        snprintf(why, why_cap, "%s is %s by group or others (mode %04o); chmod 600 it", what,
+                 (st.st_mode & 044) ? "readable" : "accessible", mode);
+        rc = MX_EPERM;
+        goto out;
+    }
+    if (st.st_size < 0 || (size_t)st.st_size > max) {
+        snprintf(why, why_cap, "%s is larger than %zu bytes", what, max);
+        rc = MX_ELIMIT;
+        goto out;
+    }
+    /* One allocation of the final size, so no partial copy is left behind. */
+    buf = mx_xmalloc(max + 1);
+    for (;;) {
+        ssize_t n = read(fd, buf + len, max + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(why, why_cap, "cannot read %s: %s", what, strerror(errno));
+            rc = MX_EIO;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max) {
+            snprintf(why, why_cap, "%s is larger than %zu bytes", what, max);
+            rc = MX_ELIMIT;
+            goto out;
+        }
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    buf = NULL;
+    rc = 0;
+out:
+    if (buf) {
+        OPENSSL_cleanse(buf, len);
+        free(buf);
+    }
+    close(fd);
+    return rc;
+}
+
+static int from_env(const char *ref, const char *name, char **out, size_t *len,
+                    struct mx_diag *diag)
+{
+    const char *v = getenv(name);
+    if (v == NULL) {
+        mx_diag_set(diag, NULL, 0, 0, "%s: environment variable %s is not set", ref, name);
+        return MX_ENOTFOUND;
+    }
+    if (v[0] == '\0') {
+        mx_diag_set(diag, NULL, 0, 0, "%s: environment variable %s is empty", ref, name);
+        return MX_EINVAL;
+    }
+    *len = strlen(v);
+    *out = mx_xstrndup(v, *len);
+    return 0;
+}
+
+static int from_file(const char *ref, const char *path, char **out, size_t *len,
+                     struct mx_diag *diag)
+{
+    char why[256];
+    char *full = mx_path_expand(path);
+    int rc = mx_private_file_read(full, "secret file", MX_SECRET_MAX_LEN, out, len, why,
+                                  sizeof(why));
+    free(full);
+    if (rc)
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+    return rc;
+}
+
+static int from_vault(const char *ref, const char *name, const char *vault_path,
+                      struct mx_secret **out, struct mx_diag *diag)
+{
+    struct mx_diag vd;
+    char text[sizeof(vd.msg) + sizeof(vd.file) + 32];
+    char *path = mx_path_expand(vault_path ? vault_path : MX_VAULT_DEFAULT);
+    memset(&vd, 0, sizeof(vd));
+    int rc = mx_vault_get(path, name, out, &vd);
+    free(path);
+    if (rc)
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, mx_diag_format(&vd, text, sizeof(text)));
+    return rc;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    int status;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static int spawn(char **argv, int out_fd, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none, deflt;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&none);
+    sigemptyset(&deflt);
+    sigaddset(&deflt, SIGPIPE);
+    sigaddset(&deflt, SIGCHLD);
+    sigaddset(&deflt, SIGHUP);
+    sigaddset(&deflt, SIGINT);
+    sigaddset(&deflt, SIGTERM);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &deflt);
+    /* Its own process group, so a timeout can kill whatever it started. */
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                        POSIX_SPAWN_SETPGROUP);
+    int rc = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+static int timed_out(pid_t pid, const char *ref, struct mx_diag *diag)
+{
+    kill_and_reap(pid);
+    mx_diag_set(diag, NULL, 0, 0, "%s: command timed out after %d s", ref,
+                MX_SECRET_CMD_TIMEOUT_MS / 1000);
+    return MX_ETIMEDOUT;
+}
+
+static int too_much(const char *ref, struct mx_diag *diag)
+{
+    mx_diag_set(diag, NULL, 0, 0, "%s: command printed more than %d bytes", ref,
+                MX_SECRET_MAX_LEN);
+    return MX_ELIMIT;
+}
+
+/* Non-blocking reads of what is left in the pipe. */
+static int drain(int fd, char *buf, size_t *len, const char *ref, struct mx_diag *diag)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        ssize_t r = read(fd, buf + *len, MX_SECRET_MAX_LEN + 1 - *len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        *len += (size_t)r;
+        if (*len > MX_SECRET_MAX_LEN)
+            return too_much(ref, diag);
+    }
+}
+
+/*
+ * Collects the child's stdout until it exits, within the timeout. Once it has
+ * exited, what it wrote is in the pipe; anything it left running in the
+ * background may hold the pipe open, so EOF is not waited for.
+ */
+static int collect(pid_t pid, int fd, char *buf, size_t *len, const char *ref,
+                   struct mx_diag *diag)
+{
+    int64_t deadline = now_ms() + MX_SECRET_CMD_TIMEOUT_MS;
+    bool eof = false;
+    int status = 0;
+
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w < 0 && errno != EINTR) {
+            mx_diag_set(diag, NULL, 0, 0, "%s: waitpid: %s", ref, strerror(errno));
+            return MX_EIO;
+        }
+        if (w == pid) {
+            int rc = drain(fd, buf, len, ref, diag);
+            if (rc)
+                return rc;
+            break;
+        }
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return timed_out(pid, ref, diag);
+        if (eof) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, left < 100 ? (int)left : 100) <= 0)
+            continue;
+        ssize_t r = read(fd, buf + *len, MX_SECRET_MAX_LEN + 1 - *len);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0) {
+            eof = true;
+            continue;
+        }
+        *len += (size_t)r;
+        if (*len > MX_SECRET_MAX_LEN) {
+            kill_and_reap(pid);
+            return too_much(ref, diag);
+        }
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (WIFEXITED(status))
+        mx_diag_set(diag, NULL, 0, 0, "%s: command exited with status %d", ref,
+                    WEXITSTATUS(status));
+    else
+        mx_diag_set(diag, NULL, 0, 0, "%s: command was killed by signal %d", ref,
+                    WTERMSIG(status));
+    return MX_EIO;
+}
+
+/* No shell: the command is split on spaces and tabs, without quoting. */
+static int from_cmd(const char *ref, const char *cmd, char **out, size_t *len,
+                    struct mx_diag *diag)
+{
+    char *argv[MX_SECRET_CMD_MAX_ARGS + 1];
+    size_t argc = 0;
+    char *copy = mx_xstrdup(cmd);
+    char *buf = NULL;
+    int fds[2] = {-1, -1};
+    pid_t pid;
+    int rc;
+
+    for (char *s = copy; *s;) {
+        while (*s == ' ' || *s == '\t')
+            *s++ = '\0';
+        if (*s == '\0')
+            break;
+        if (argc == MX_SECRET_CMD_MAX_ARGS) {
+            mx_diag_set(diag, NULL, 0, 0, "%s: more than %d arguments", ref,
+                        MX_SECRET_CMD_MAX_ARGS);
+            rc = MX_EINVAL;
+            goto out;
+        }
+        argv[argc++] = s;
+        while (*s && *s != ' ' && *s != '\t')
+            s++;
+    }
+    argv[argc] = NULL;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        mx_diag_set(diag, NULL, 0, 0, "%s: pipe: %s", ref, strerror(errno));
+        rc = MX_EIO;
+        goto out;
+    }
+    int err = spawn(argv, fds[1], &pid);
+    close(fds[1]);
+    fds[1] = -1;
+    if (err) {
+        if (err == ENOENT)
+            mx_diag_set(diag, NULL, 0, 0, "%s: command '%s' not found", ref, argv[0]);
+        else
+            mx_diag_set(diag, NULL, 0, 0, "%s: cannot run '%s': %s", ref, argv[0],
+                        strerror(err));
+        rc = err == ENOENT ? MX_ENOTFOUND : MX_EIO;
+        goto out;
+    }
+    buf = mx_xmalloc(MX_SECRET_MAX_LEN + 1);
+    *len = 0;
+    rc = collect(pid, fds[0], buf, len, ref, diag);
+    if (rc)
+        goto out;
+    buf[*len] = '\0';
+    *out = buf;
+    buf = NULL;
+out:
+    if (buf) {
+        OPENSSL_cleanse(buf, MX_SECRET_MAX_LEN + 1);
+        free(buf);
+    }
+    if (fds[0] >= 0)
+        close(fds[0]);
+    free(copy);
+    return rc;
+}
+
+int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
+                      struct mx_diag *diag)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    *out = NULL;
+    const char *why = mx_secret_ref_check(ref);
+    if (why) {
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref ? ref : "(none)", why);
+        return MX_EINVAL;
+    }
+    if (has_prefix(ref, "vault:"))
+        return from_vault(ref, ref + 6, vault_path, out, diag);
+    if (has_prefix(ref, "env:"))
+        rc = from_env(ref, ref + 4, &buf, &len, diag);
+    else if (has_prefix(ref, "file:"))
+        rc = from_file(ref, ref + 5, &buf, &len, diag);
+    else
+        rc = from_cmd(ref, ref + 4, &buf, &len, diag);
+    if (rc)
+        return rc;
+    /* Files and commands end their output with a line break; one is not part of the value. */
+    size_t vlen = len;
+    if (vlen && buf[vlen - 1] == '\n') {
+        vlen--;
+        if (vlen && buf[vlen - 1] == '\r')
+            vlen--;
+    }
+    why = mx_secret_value_check(buf, vlen);
+    if (why) {
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+        rc = MX_EINVAL;
+    } else {
+        *out = mx_secret_new(buf, vlen);
+    }
+    OPENSSL_cleanse(buf, len);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MCP methods of sandbox-sim, with no I/O: a method name and its params
+ * in, a result or a JSON-RPC error out. Owns the catalogue (tools, the greet
+ * prompt, two resources) and the JSON-RPC envelopes. Sessions, HTTP and
+ * timers live elsewhere; the slow tool only says how it wants to be streamed.
+ */
+#ifndef MX_SIM_MCP_H
+#define MX_SIM_MCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* JSON-RPC 2.0 and MCP error codes (MCP 2025-06-18, Basic, Lifecycle, Resources). */
+#define MX_SIM_RPC_PARSE     -32700
+#define MX_SIM_RPC_INVALID   -32600
+#define MX_SIM_RPC_NOMETHOD  -32601
+#define MX_SIM_RPC_PARAMS    -32602
+#define MX_SIM_RPC_INTERNAL  -32603
+#define MX_SIM_RPC_SERVER    -32000
+#define MX_SIM_RPC_NOSESSION -32001
+#define MX_SIM_RPC_NORES     -32002
+
+/* Methods the sim counts by name; anything else counts as "other". */
+enum mx_sim_method {
+    MX_SIM_M_INITIALIZE = 0,
+    MX_SIM_M_PING,
+    MX_SIM_M_TOOLS_LIST,
+    MX_SIM_M_TOOLS_CALL,
+    MX_SIM_M_PROMPTS_LIST,
+    MX_SIM_M_PROMPTS_GET,
+    MX_SIM_M_RESOURCES_LIST,
+    MX_SIM_M_RESOURCES_READ,
+    MX_SIM_M_TEMPLATES_LIST,
+    MX_SIM_M_N_INITIALIZED,
+    MX_SIM_M_N_CANCELLED,
+    MX_SIM_M_RESPONSE, /* a JSON-RPC response posted by the client */
+    MX_SIM_M_OTHER,
+    MX_SIM_M_CNT
+};
+
+enum mx_sim_tool {
+    MX_SIM_T_ECHO = 0,
+    MX_SIM_T_ADD,
+    MX_SIM_T_SLOW,
+    MX_SIM_T_GET_ENV,
+    MX_SIM_T_WHOAMI,
+    MX_SIM_T_CNT
+};
+
+/* Bounds of the slow tool's arguments. */
+#define MX_SIM_SLOW_MAX_STEPS    1000
+#define MX_SIM_SLOW_MAX_INTERVAL 60000
+
+/* What a method needs from the running server. */
+struct mx_sim_mcp_ctx {
+    const char *name;     /* serverInfo.name and the whoami answer */
+    const char *revision; /* the revision to put in an initialize result */
+    /* The sim://config document; a new reference, or NULL when unset. */
+    json_t *(*config_json)(void *arg);
+    void *config_arg;
+};
+
+/*
+ * The outcome of one request. Exactly one of |result| (success) or
+ * |err_code| != 0 (JSON-RPC error) is set, unless |deferred| is true: then
+ * the slow tool asks the caller to stream |steps| steps |interval_ms| apart,
+ * with progress to |progress_token| when it is not NULL.
+ */
+struct mx_sim_reply {
+    json_t *result; /* owned */
+    int err_code;
+    char err_msg[200];
+    json_t *err_data;    /* owned, may be NULL */
+    int tool;            /* enum mx_sim_tool called, or -1 */
+    bool deferred;
+    int64_t steps;
+    int64_t interval_ms;
+    json_t *progress_token; /* owned, may be NULL */
+};
+
+enum mx_sim_method mx_sim_method_find(const char *name);
+const char *mx_sim_method_name(enum mx_sim_method m);
+const char *mx_sim_tool_name(enum mx_sim_tool t);
+
+/*
+ * Run request |method| with |params| (an object or NULL; borrowed) and fill
+ * |out|, which the caller clears with mx_sim_reply_clear(). Tool argument
+ * problems give a result with isError true; unknown names give -32602,
+ * unknown resources -32002, unknown methods -32601.
+ */
+void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, json_t *params,
+                        struct mx_sim_reply *out);
+void mx_sim_reply_clear(struct mx_sim_reply *r);
+
+/* Tool result with one text item. */
+json_t *mx_sim_text_result(const char *text, bool is_error);
+
+/* JSON-RPC envelopes; |id| is borrowed (NULL or absent: no id member). */
+json_t *mx_sim_rpc_result(json_t *id, json_t *result); /* steals |result| */
+json_t *mx_sim_rpc_error(json_t *id, int code, const char *msg, json_t *data); /* steals |data| */
+json_t *mx_sim_rpc_notification(const char *method, json_t *params); /* steals |params| */
+
+#endif

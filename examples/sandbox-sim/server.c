@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sim's HTTP side: the credential check, routing (/mcp, /__*), the
+ * pause gate, and the Streamable HTTP session flow of MCP 2025-03-26 to
+ * 2025-11-25 (initialize opens a session, later requests name it, DELETE
+ * ends it). Methods are answered by mcp.c; revision choices are rev.c's;
+ * the slow tool streams through stream.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "err.h"
+#include "log.h"
+#include "rev.h"
+#include "sim.h"
+
+enum msg_kind {
+    MSG_INVALID = 0,
+    MSG_REQUEST = 1,
+    MSG_NOTIFICATION = 2,
+    MSG_RESPONSE = 3,
+};
+
+static bool is_mcp_path(const struct mx_req *req)
+{
+    return mx_str_eq(mx_req_path(req), MX_STR_LIT("/mcp"));
+}
+
+/* The path for a log line: printable ASCII only, truncated. */
+static void log_path(struct mx_str path, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < path.len && n + 1 < cap; i++)
+        out[n++] = path.p[i] > 0x20 && path.p[i] < 0x7f ? path.p[i] : '?';
+    out[n] = '\0';
+}
+
+void mx_sim_log_req(struct mx_sim *sim, const struct mx_req *req, int status, const char *what)
+{
+    struct mx_str m = mx_req_method(req);
+    char path[72];
+    if (is_mcp_path(req) && status >= 100 && status < 600)
+        sim->stats.status[status]++;
+    log_path(mx_req_path(req), path, sizeof(path));
+    if (status)
+        mx_log_info("sim", "req#%lu %.*s %s%s%s -> %d", mx_req_id(req), (int)m.len, m.p, path,
+                    what ? " " : "", what ? what : "", status);
+    else
+        mx_log_info("sim", "req#%lu %.*s %s%s%s -> no answer", mx_req_id(req), (int)m.len, m.p,
+                    path, what ? " " : "", what ? what : "");
+}
+
+void mx_sim_respond(struct mx_sim *sim, struct mx_req *req, int status,
+                    const struct mx_hdr_out *hdrs, size_t cnt, json_t *body, const char *what)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    mx_sim_log_req(sim, req, status, what);
+    /* Last: answering may dispatch the next pipelined request of this connection. */
+    mx_req_respond(req, status, hdrs, cnt, text ? "application/json" : NULL, text,
+                   text ? strlen(text) : 0);
+    free(text);
+}
+
+/* An HTTP-level refusal with a JSON-RPC error body; |id| borrowed, may be NULL. */
+static void rpc_fail(struct mx_sim *sim, struct mx_req *req, int status, json_t *id, int code,
+                     const char *msg, const char *what)
+{
+    mx_sim_respond(sim, req, status, NULL, 0, mx_sim_rpc_error(id, code, msg, NULL), what);
+}
+
+static bool auth_ok(const struct mx_sim *sim, const struct mx_req *req)
+{
+    switch (sim->auth_mode) {
+    case MX_SIM_AUTH_NONE:
+        return true;
+    case MX_SIM_AUTH_BEARER: {
+        const struct mx_str *a = mx_req_header(req, "Authorization");
+        return a && mx_sim_bearer_ok(*a, sim->secret, sim->secret_len);
+    }
+    case MX_SIM_AUTH_COOKIE:
+        /* HTTP/2 may split cookies over several fields (RFC 9113 §8.2.3). */
+        for (size_t i = 0; i < mx_req_header_cnt(req); i++) {
+            const struct mx_header *h = mx_req_header_at(req, i);
+            if (mx_str_caseeq_cstr(h->name, "Cookie") &&
+                mx_sim_cookie_ok(h->value, sim->cookie_name, sim->secret, sim->secret_len))
+                return true;
+        }
+        return false;
+    }
+    return false;
+}
+
+static json_t *config_json(void *arg)
+{
+    return mx_sim_settings_json(arg);
+}
+
+/* "tools/call echo", "initialize": known names only, never client bytes. */
+static void label(char *out, size_t cap, enum mx_sim_method m, int tool, const char *note)
+{
+    snprintf(out, cap, "%s%s%s%s", mx_sim_method_name(m), tool >= 0 ? " " : "",
+             tool >= 0 ? mx_sim_tool_name((enum mx_sim_tool)tool) : "", note);
+}
+
+static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_session *s,
+                        bool new_session, const char *method, json_t *id, json_t *params)
+{
+    struct mx_sim_mcp_ctx ctx = {sim->name, s->revision, config_json, sim};
+    struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
+    enum mx_sim_method m = mx_sim_method_find(method);
+    struct mx_sim_reply r;
+    char what[80];
+    json_t *out;
+
+    mx_sim_mcp_request(&ctx, method, params, &r);
+    sim->stats.methods[m]++;
+    if (r.tool >= 0)
+        sim->stats.tools[r.tool]++;
+    if (sim->drop_before_response) {
+        /* The request ran; the client never learns its outcome. */
+        sim->drop_before_response = false;
+        sim->stats.dropped++;
+        label(what, sizeof(what), m, r.tool, " (dropped before response)");
+        mx_sim_log_req(sim, req, 0, what);
+        mx_sim_reply_clear(&r);
+        mx_req_reset(req);
+        return;
+    }
+    if (r.deferred) {
+        mx_sim_stream_start(sim, req, id, s->id, &r);
+        mx_sim_reply_clear(&r);
+        return;
+    }
+    if (r.result)
+        out = mx_sim_rpc_result(id, json_incref(r.result));
+    else
+        out = mx_sim_rpc_error(id, r.err_code, r.err_msg, json_incref(r.err_data));
+    label(what, sizeof(what), m, r.tool, r.result ? "" : " (error)");
+    mx_sim_reply_clear(&r);
+    mx_sim_respond(sim, req, 200, hdrs, new_session ? 1 : 0, out, what);
+}
+
+static enum msg_kind classify(json_t *msg, const char **method, json_t **id)
+{
+    json_t *m = json_object_get(msg, "method");
+    *id = json_object_get(msg, "id");
+    *method = json_string_value(m);
+    if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "jsonrpc")) ||
+        strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0)
+        return MSG_INVALID;
+    /* MCP 2025-06-18, Basic: ids are strings or integers, never null. */
+    if (*id && !json_is_string(*id) && !json_is_integer(*id))
+        return MSG_INVALID;
+    if (m)
+        return *method == NULL ? MSG_INVALID : *id ? MSG_REQUEST : MSG_NOTIFICATION;
+    if (*id && (json_object_get(msg, "result") != NULL) != (json_object_get(msg, "error") != NULL))
+        return MSG_RESPONSE;
+    return MSG_INVALID;
+}
+
+/* MCP 2025-03-26 to 2025-11-25, Streamable HTTP: the session-based flow. */
+static void session_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
+{
+    const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
+    json_t *params = json_object_get(msg, "params");
+    struct mx_sim_session *s;
+    const char *method;
+    json_t *id;
+    enum msg_kind kind = classify(msg, &method, &id);
+    enum mx_sim_method m;
+
+    if (kind == MSG_INVALID) {
+        rpc_fail(sim, req, 400, id && (json_is_string(id) || json_is_integer(id)) ? id : NULL,
+                 MX_SIM_RPC_INVALID, "Invalid Request", "invalid");
+        return;
+    }
+    m = kind == MSG_RESPONSE ? MX_SIM_M_RESPONSE : mx_sim_method_find(method);
+    if (kind == MSG_REQUEST && m == MX_SIM_M_INITIALIZE) {
+        if (sid) {
+            rpc_fail(sim, req, 400, id, MX_SIM_RPC_INVALID,
+                     "Invalid Request: initialize must not carry an Mcp-Session-Id", "initialize");
+            return;
+        }
+        const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+        s = mx_sim_session_new(sim, mx_sim_rev_negotiate(want));
+        run_request(sim, req, s, true, method, id, params);
+        return;
+    }
+    if (sid == NULL) {
+        rpc_fail(sim, req, 400, id, MX_SIM_RPC_SERVER,
+                 "Bad Request: Mcp-Session-Id header is required", "no session");
+        return;
+    }
+    s = mx_sim_session_find(sim, *sid);
+    if (s == NULL) {
+        /* 404 tells the client to initialize again (MCP 2025-06-18, Session Management). */
+        rpc_fail(sim, req, 404, id, MX_SIM_RPC_NOSESSION, "Session not found", "unknown session");
+        return;
+    }
+    if (!mx_sim_rev_header_ok(mx_req_header(req, "MCP-Protocol-Version"), s->revision)) {
+        rpc_fail(sim, req, 400, id, MX_SIM_RPC_SERVER,
+                 "Bad Request: unsupported or mismatched MCP-Protocol-Version", "bad version");
+        return;
+    }
+    if (kind == MSG_REQUEST) {
+        run_request(sim, req, s, false, method, id, params);
+        return;
+    }
+    /* Notifications and client responses are accepted with 202 and no body. */
+    sim->stats.methods[m]++;
+    if (m == MX_SIM_M_N_INITIALIZED)
+        s->initialized = true;
+    else if (m == MX_SIM_M_N_CANCELLED)
+        mx_sim_stream_cancel(sim, s->id, json_object_get(params, "requestId"));
+    mx_sim_respond(sim, req, 202, NULL, 0, NULL, mx_sim_method_name(m));
+}
+
+static void post_mcp(struct mx_sim *sim, struct mx_req *req)
+{
+    const struct mx_str *accept = mx_req_header(req, "Accept");
+    const struct mx_str *ctype = mx_req_header(req, "Content-Type");
+    struct mx_str body = mx_req_body(req);
+    json_error_t jerr;
+    json_t *msg;
+
+    /* MCP 2025-06-18, Streamable HTTP: the client must accept both. */
+    if (accept == NULL || !mx_sim_accept_has(*accept, "application/json") ||
+        !mx_sim_accept_has(*accept, "text/event-stream")) {
+        rpc_fail(sim, req, 406, NULL, MX_SIM_RPC_SERVER,
+                 "Not Acceptable: Accept must list application/json and text/event-stream",
+                 "bad accept");
+        return;
+    }
+    if (ctype == NULL || !mx_sim_ctype_is(*ctype, "application/json")) {
+        rpc_fail(sim, req, 415, NULL, MX_SIM_RPC_SERVER,
+                 "Unsupported Media Type: Content-Type must be application/json",
+                 "bad content-type");
+        return;
+    }
+    msg = body.len ? json_loadb(body.p, body.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    if (msg == NULL) {
+        rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_PARSE, "Parse error", "parse error");
+        return;
+    }
+    if (json_is_array(msg)) {
+        rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_INVALID,
+                 "Invalid Request: batches are not supported", "batch");
+        json_decref(msg);
+        return;
+    }
+    session_post(sim, req, msg);
+    json_decref(msg);
+}
+
+static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
+{
+    const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
+    struct mx_sim_session *s = sid ? mx_sim_session_find(sim, *sid) : NULL;
+    if (sid == NULL) {
+        rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_SERVER,
+                 "Bad Request: Mcp-Session-Id header is required", "no session");
+        return;
+    }
+    if (s == NULL) {
+        rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found",
+                 "unknown session");
+        return;
+    }
+    mx_sim_session_delete(sim, s);
+    mx_sim_respond(sim, req, 200, NULL, 0, NULL, "session deleted");
+}
+
+void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
+{
+    static const struct mx_hdr_out allow[] = {{"Allow", "POST, DELETE"}};
+    struct mx_str m = mx_req_method(req);
+
+    if (mx_sim_fault_inject(sim)) {
+        sim->stats.injected++;
+        mx_sim_respond(sim, req, 503, NULL, 0,
+                       json_pack("{s:s,s:s}", "error", "unavailable", "message",
+                                 "service unavailable (injected by error_rate)"),
+                       "injected error");
+        return;
+    }
+    if (mx_str_eq(m, MX_STR_LIT("POST")))
+        post_mcp(sim, req);
+    else if (mx_str_eq(m, MX_STR_LIT("DELETE")))
+        delete_mcp(sim, req);
+    else
+        /* No standalone GET stream: MCP 2025-06-18 allows 405 for it. */
+        mx_sim_respond(sim, req, 405, allow, 1,
+                       mx_sim_rpc_error(NULL, MX_SIM_RPC_SERVER,
+                                        "Method Not Allowed: no standalone SSE stream", NULL),
+                       NULL);
+}
+
+static void on_request(struct mx_req *req, void *data)
+{
+    struct mx_sim *sim = data;
+    struct mx_str path = mx_req_path(req);
+    bool mcp = is_mcp_path(req);
+
+    if (mcp)
+        sim->stats.requests++;
+    if (!auth_ok(sim, req)) {
+        static const struct mx_hdr_out www[] = {{"WWW-Authenticate", "Bearer realm=\"sandbox-sim\""}};
+        sim->stats.unauthorized++;
+        mx_sim_respond(sim, req, 401, www, sim->auth_mode == MX_SIM_AUTH_BEARER ? 1 : 0,
+                       json_pack("{s:s,s:s}", "error", "unauthorized", "message",
+                                 "missing or wrong credential"),
+                       "unauthorized");
+        return;
+    }
+    if (!mcp) {
+        if (mx_str_has_prefix(path, MX_STR_LIT("/__")))
+            mx_sim_control_route(sim, req);
+        else
+            mx_sim_respond(sim, req, 404, NULL, 0,
+                           json_pack("{s:s,s:s}", "error", "not_found", "message",
+                                     "no such path; MCP is at /mcp"),
+                           NULL);
+        return;
+    }
+    switch (mx_sim_fault_gate(sim)) {
+    case MX_SIM_GO:
+        mx_sim_serve_mcp(sim, req);
+        break;
+    case MX_SIM_HOLD:
+        mx_log_debug("sim", "req#%lu held until the wake completes", mx_req_id(req));
+        mx_sim_fault_hold(sim, req);
+        break;
+    case MX_SIM_REFUSE:
+        sim->stats.refused++;
+        mx_sim_respond(sim, req, (int)sim->set.refuse_status, NULL, 0,
+                       json_pack("{s:s,s:s}", "error", "paused", "message",
+                                 "sandbox is paused; POST /__wake to resume"),
+                       "refused (paused)");
+        break;
+    }
+}
+
+int mx_sim_start(struct mx_sim *sim, const char *address, int *port, char *err, size_t errcap)
+{
+    struct mx_httpd_opts o;
+    mx_httpd_opts_default(&o);
+    o.max_body = MX_SIM_MAX_BODY;
+    mx_sim_fault_init(sim);
+    sim->httpd = mx_httpd_new(sim->loop, &o, on_request, sim);
+    return mx_httpd_listen(sim->httpd, address, port, err, errcap);
+}
+
+void mx_sim_stop(struct mx_sim *sim)
+{
+    /* Closing the connections aborts held requests and streams first. */
+    mx_httpd_free(sim->httpd);
+    sim->httpd = NULL;
+    mx_sim_stream_clear(sim);
+    mx_sim_fault_clear(sim);
+    mx_sim_session_expire_all(sim);
+}

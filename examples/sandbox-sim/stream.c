@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SSE responses for the slow tool: one ev_timer per call writes a progress
+ * event each interval and the result after the last step, then ends the
+ * stream (MCP 2025-06-18, Streamable HTTP). A call holds its request until the
+ * stream ends, the client goes away, a drop switch resets the connection or a
+ * notifications/cancelled names it.
+ *
+ * Lifetime: on_abort can run inside mx_req_start/mx_req_write (a failed write
+ * closes the connection), so a call is reference counted and every exit
+ * detaches the request before touching it again.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "log.h"
+#include "sim.h"
+
+struct mx_sim_call {
+    struct mx_sim_call *prev;
+    struct mx_sim_call *next;
+    struct mx_sim *sim;
+    struct mx_req *req; /* NULL once the call is over */
+    ev_timer timer;
+    json_t *id;
+    json_t *token; /* progressToken, or NULL */
+    char session[MX_SIM_SESSION_ID];
+    int64_t step;
+    int64_t steps;
+    int64_t events;     /* SSE events written */
+    int64_t drop_after; /* reset the connection after this many events; -1: never */
+    int refs;
+    bool linked;
+};
+
+static void unref(struct mx_sim_call *c)
+{
+    if (--c->refs > 0)
+        return;
+    json_decref(c->id);
+    json_decref(c->token);
+    free(c);
+}
+
+/* The call is over: unlink it, stop its timer, drop the list's reference.
+ * The caller has already taken c->req (or it is gone). */
+static void finish(struct mx_sim_call *c)
+{
+    struct mx_sim *sim = c->sim;
+    if (!c->linked)
+        return;
+    c->linked = false;
+    c->req = NULL;
+    ev_timer_stop(sim->loop, &c->timer);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        sim->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    mx_sim_fault_busy(sim, -1);
+    unref(c);
+}
+
+static void on_abort(struct mx_req *req, void *data)
+{
+    struct mx_sim_call *c = data;
+    (void)req;
+    mx_log_info("sim", "req#%lu: client went away during the stream after %lld events",
+                mx_req_id(req), (long long)c->events);
+    finish(c);
+}
+
+static void drop(struct mx_sim_call *c)
+{
+    struct mx_req *req = c->req;
+    mx_log_info("sim", "req#%lu: dropping the connection after %lld events (drop switch)",
+                mx_req_id(req), (long long)c->events);
+    c->sim->stats.dropped++;
+    finish(c);
+    mx_req_reset(req);
+}
+
+/* Write |msg| (stolen) as one SSE event. Returns false when the call ended. */
+static bool emit(struct mx_sim_call *c, json_t *msg)
+{
+    char *data = json_dumps(msg, JSON_COMPACT);
+    char *ev = mx_xasprintf("event: message\ndata: %s\n\n", data ? data : "{}");
+    bool alive;
+    int rc;
+
+    free(data);
+    json_decref(msg);
+    c->refs++;
+    /* MX_EAGAIN only means "above the watermark"; events are small, keep going. */
+    rc = mx_req_write(c->req, ev, strlen(ev));
+    free(ev);
+    if (c->req && rc == MX_ECLOSED)
+        finish(c);
+    if (c->req) {
+        c->events++;
+        if (c->drop_after >= 0 && c->events >= c->drop_after)
+            drop(c);
+    }
+    alive = c->req != NULL;
+    unref(c);
+    return alive;
+}
+
+static void complete(struct mx_sim_call *c)
+{
+    char text[64];
+    snprintf(text, sizeof(text), "done after %lld steps", (long long)c->steps);
+    if (!emit(c, mx_sim_rpc_result(c->id, mx_sim_text_result(text, false))))
+        return;
+    struct mx_req *req = c->req;
+    finish(c);
+    /* Last: ending may dispatch the next pipelined request on this connection. */
+    mx_req_end(req);
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_sim_call *c = mx_container_of(w, struct mx_sim_call, timer);
+    char msg[64];
+    (void)loop;
+    (void)revents;
+    c->step++;
+    if (c->token) {
+        snprintf(msg, sizeof(msg), "step %lld of %lld", (long long)c->step, (long long)c->steps);
+        json_t *params = json_pack("{s:O,s:I,s:I,s:s}", "progressToken", c->token, "progress",
+                                   (json_int_t)c->step, "total", (json_int_t)c->steps, "message",
+                                   msg);
+        if (!emit(c, mx_sim_rpc_notification("notifications/progress", params)))
+            return;
+    }
+    if (c->step >= c->steps) {
+        complete(c);
+        return;
+    }
+    /* interval_ms 0: a timer without repeat fires once; re-arm it by hand. */
+    if (c->timer.repeat == 0.0) {
+        ev_timer_set(&c->timer, 0.0, 0.0);
+        ev_timer_start(c->sim->loop, &c->timer);
+    }
+}
+
+void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                         const struct mx_sim_reply *reply)
+{
+    static const struct mx_hdr_out hdrs[] = {
+        {"Content-Type", "text/event-stream"},
+        {"Cache-Control", "no-cache"},
+        {"X-Accel-Buffering", "no"},
+    };
+    struct mx_sim_call *c = mx_xcalloc(1, sizeof(*c));
+    double interval = (double)reply->interval_ms / 1000.0;
+    int rc;
+
+    c->sim = sim;
+    c->req = req;
+    c->id = json_incref(id);
+    c->token = json_incref(reply->progress_token);
+    snprintf(c->session, sizeof(c->session), "%s", session);
+    c->steps = reply->steps;
+    c->drop_after = sim->drop_after_events;
+    sim->drop_after_events = -1;
+    c->refs = 2; /* the list's, and ours until the end of this function */
+    c->linked = true;
+    c->next = sim->calls;
+    if (sim->calls)
+        sim->calls->prev = c;
+    sim->calls = c;
+    mx_sim_fault_busy(sim, +1);
+    ev_timer_init(&c->timer, tick_cb, interval, interval);
+
+    mx_sim_log_req(sim, req, 200, c->drop_after >= 0 ? "tools/call slow (sse, drop armed)"
+                                                      : "tools/call slow (sse)");
+    mx_req_set_handler(req, NULL, on_abort, c);
+    rc = mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
+    if (c->req && rc)
+        finish(c);
+    if (c->req && c->drop_after == 0)
+        drop(c);
+    if (c->req) {
+        if (c->steps == 0)
+            complete(c);
+        else
+            ev_timer_start(sim->loop, &c->timer);
+    }
+    unref(c);
+}
+
+bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id)
+{
+    for (struct mx_sim_call *c = sim->calls; c; c = c->next) {
+        if (strcmp(c->session, session) != 0 || !json_equal(c->id, request_id))
+            continue;
+        struct mx_req *req = c->req;
+        mx_log_info("sim", "req#%lu: cancelled by the client after %lld of %lld steps",
+                    mx_req_id(req), (long long)c->step, (long long)c->steps);
+        sim->stats.cancelled++;
+        finish(c);
+        /* The cancelled request gets no response; the stream just ends. */
+        mx_req_end(req);
+        return true;
+    }
+    return false;
+}
+
+void mx_sim_stream_clear(struct mx_sim *sim)
+{
+    while (sim->calls) {
+        struct mx_sim_call *c = sim->calls;
+        struct mx_req *req = c->req;
+        finish(c);
+        mx_req_reset(req);
+    }
+}
