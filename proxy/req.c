@@ -53,6 +53,10 @@ size_t mx_req_live_cnt(void)
 int mx_req_add_header_piece(struct mx_req *req, bool is_name, const char *p, size_t len)
 {
     size_t *o;
+    /* Trailer fields after a chunked body (RFC 9112 §7.1.2) arrive through
+     * the same parser callbacks; the head is already sliced, so drop them. */
+    if (req->headers)
+        return 0;
     /* A name piece after a value (or first) starts a new header. */
     if (is_name &&
         (req->header_cnt == 0 || req->header_offs[4 * (req->header_cnt - 1) + 3] != (size_t)-1)) {

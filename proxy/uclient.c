@@ -829,6 +829,9 @@ static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
     SETOPT(rc, e, CURLOPT_TCP_NODELAY, 1L);
     /* Credentials must never follow a redirect to another origin. */
     SETOPT(rc, e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* Ignore http_proxy and friends: a credential must reach its own
+     * upstream's origin only, not a proxy named by the environment. */
+    SETOPT(rc, e, CURLOPT_PROXY, "");
     SETOPT(rc, e, CURLOPT_PROTOCOLS_STR, "http,https");
     SETOPT(rc, e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     /*

@@ -154,6 +154,39 @@ step_banned() {
     fi
 }
 
+# Every fuzz target under libFuzzer (clang, ASan+UBSan) for a bounded time,
+# starting from its in-tree corpus; a crash fails the step and leaves its
+# input in $LOG_DIR. MX_FUZZ_SECONDS per target (default 30).
+step_fuzz() {
+    local t0=$SECONDS dir=$PREFIX-fuzz secs=${MX_FUZZ_SECONDS:-30} failed=0 t
+    note "fuzz smoke (${secs}s per target)"
+    if ! run_logged "fuzz configure" "$LOG_DIR/fuzz-configure.log" \
+        cmake -S . -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DMX_WERROR=ON \
+        -DMX_FUZZ=ON -DMX_SANITIZE=address,undefined ||
+        ! run_logged "fuzz build" "$LOG_DIR/fuzz-build.log" cmake --build "$dir" -j "$JOBS"; then
+        record fuzz FAIL $((SECONDS - t0)) "build failed"
+        TESTS_FAILED=$((TESTS_FAILED + 1))
+        return 0
+    fi
+    for bin in "$dir"/fuzz/fuzz_*; do
+        t=${bin##*/fuzz_}
+        mkdir -p "$dir/work-$t"
+        if run_logged "fuzz $t" "$LOG_DIR/fuzz-$t.log" "$bin" -max_total_time="$secs" \
+            -rss_limit_mb=2048 -artifact_prefix="$LOG_DIR/fuzz-$t-" "$dir/work-$t" \
+            "tests/fuzz/corpus/$t"; then
+            TESTS_PASSED=$((TESTS_PASSED + 1))
+        else
+            failed=$((failed + 1))
+            TESTS_FAILED=$((TESTS_FAILED + 1))
+        fi
+    done
+    if [ "$failed" -eq 0 ]; then
+        record fuzz ok $((SECONDS - t0))
+    else
+        record fuzz FAIL $((SECONDS - t0)) "$failed target(s) crashed"
+    fi
+}
+
 START=$SECONDS
 step_setup
 
@@ -167,6 +200,7 @@ build_and_test clang-asan "$PREFIX-asan" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DMX_SANITIZE=address,undefined
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+step_fuzz
 step_format
 step_banned
 

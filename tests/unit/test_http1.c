@@ -173,6 +173,17 @@ static void test_http1_chunked_request_body(void **state)
     assert_true(got_has(f, "body=abcdefg"));
 }
 
+static void test_http1_chunked_trailers_ignored(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "3\r\nabc\r\n0\r\nX-Trailer: 1\r\nX-Test: late\r\n\r\n";
+    send_str(f, r, strlen(r));
+    pump(f, "body=abc", 2);
+    /* the trailer neither adds headers nor overrides X-Test */
+    assert_true(got_has(f, "POST /t ? x= hdrs=2 body=abc"));
+}
+
 static void test_http1_pipelined_in_order(void **state)
 {
     struct fx *f = *state;
@@ -321,6 +332,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http1_get_with_query_and_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http1_header_split_byte_by_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http1_chunked_request_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http1_chunked_trailers_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http1_pipelined_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http1_header_too_large_431, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http1_body_too_large_413, setup, teardown),
