@@ -112,8 +112,8 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
         return;
     }
 
-    struct mx_hdr_out out[8];
-    char *vals[8];
+    struct mx_hdr_out out[12];
+    char *vals[12];
     size_t n = 0;
     for (size_t i = 0; i < cnt; i++) {
         for (size_t k = 0; k < sizeof(pass_resp) / sizeof(pass_resp[0]) && n < 8; k++) {
@@ -128,6 +128,22 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
                 f->session = mx_xstrndup(hdrs[i].value.p, hdrs[i].value.len);
             n++;
         }
+    }
+    /* The guard let this Origin in, so the browser may read the answer. */
+    const struct mx_str *origin = mx_req_header(f->req, "Origin");
+    if (origin) {
+        vals[n] = mx_xstrndup(origin->p, origin->len);
+        out[n].name = "Access-Control-Allow-Origin";
+        out[n].value = vals[n];
+        n++;
+        vals[n] = mx_xstrdup("Mcp-Session-Id, MCP-Protocol-Version");
+        out[n].name = "Access-Control-Expose-Headers";
+        out[n].value = vals[n];
+        n++;
+        vals[n] = mx_xstrdup("Origin");
+        out[n].name = "Vary";
+        out[n].value = vals[n];
+        n++;
     }
     f->responded = true;
     int rc = mx_req_start(f->req, (int)status, out, n, -1);

@@ -28,11 +28,52 @@ struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str nam
     return NULL;
 }
 
+/* Host, Origin and client token, before anything else looks at the request. */
+static bool guard_pass(struct mx_gateway *gw, struct mx_req *req)
+{
+    struct mx_guard_req g = {mx_req_method(req), mx_req_path(req), mx_req_header(req, "Host"),
+                             mx_req_header(req, "Origin"), mx_req_header(req, "Authorization")};
+    enum mx_guard_verdict v = mx_guard_check(&gw->guard, &g);
+    if (v == MX_GUARD_OK)
+        return true;
+    /* One line per refusal at debug only: a hostile page could otherwise
+     * fill the log; /health counts them. */
+    gw->refused++;
+    mx_log_debug("guard", "refused request from %s: %s", mx_req_peer(req), mx_guard_message(v));
+    mx_gateway_error(req, 403, mx_guard_message(v));
+    return false;
+}
+
+/* CORS preflight for an allowed Origin (the guard already refused others). */
+static void preflight(struct mx_req *req)
+{
+    const struct mx_str *o = mx_req_header(req, "Origin");
+    char origin[256];
+    snprintf(origin, sizeof(origin), "%.*s", o ? (int)o->len : 0, o ? o->p : "");
+    struct mx_hdr_out h[] = {
+        {"Access-Control-Allow-Origin", origin},
+        {"Access-Control-Allow-Methods", "GET, POST, DELETE"},
+        {"Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                         "MCP-Protocol-Version, Last-Event-ID"},
+        {"Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version"},
+        {"Access-Control-Max-Age", "600"},
+        {"Vary", "Origin"},
+    };
+    mx_req_respond(req, 204, h, sizeof(h) / sizeof(h[0]), NULL, NULL, 0);
+}
+
 static void on_request(struct mx_req *req, void *data)
 {
     struct mx_gateway *gw = data;
     struct mx_str path = mx_req_path(req);
     struct mx_str method = mx_req_method(req);
+
+    if (!guard_pass(gw, req))
+        return;
+    if (mx_str_eq(method, MX_STR_LIT("OPTIONS")) && mx_req_header(req, "Origin")) {
+        preflight(req);
+        return;
+    }
     const struct mx_str mcp_prefix = MX_STR_LIT("/mcp/");
 
     if (mx_str_eq(path, MX_STR_LIT("/health"))) {
@@ -73,6 +114,18 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
     gw->started = time(NULL);
     gw->upstream_cnt = cfg->server_cnt;
     gw->upstreams = mx_xcalloc(cfg->server_cnt, sizeof(*gw->upstreams));
+    /* The configured listen name is accepted as Host besides loopback names. */
+    const char *a = cfg->listen.address;
+    const char *colon = strrchr(a, ':');
+    size_t hl = colon ? (size_t)(colon - a) : strlen(a);
+    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']')
+        gw->listen_host = mx_xstrndup(a + 1, hl - 2);
+    else
+        gw->listen_host = mx_xstrndup(a, hl);
+    gw->guard.listen_host = gw->listen_host;
+    gw->guard.allowed_origins = (const char *const *)cfg->listen.allowed_origins.v;
+    gw->guard.allowed_origin_cnt = cfg->listen.allowed_origins.cnt;
+    gw->guard.client_token = cfg->listen.client_token;
     for (size_t i = 0; i < cfg->server_cnt; i++)
         mx_upstream_init(&gw->upstreams[i], &cfg->servers[i]);
 
@@ -112,6 +165,7 @@ void mx_gateway_free(struct mx_gateway *gw)
     mx_uclient_free(gw->uclient);
     mx_trace_close(gw->trace);
     free(gw->upstreams);
+    free(gw->listen_host);
     mx_config_free(gw->cfg);
     free(gw);
 }

@@ -11,6 +11,7 @@
 #include <ev.h>
 
 #include "diag.h"
+#include "guard.h"
 #include "httpd.h"
 #include "model.h"
 #include "trace.h"
@@ -25,6 +26,9 @@ struct mx_gateway {
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
+    struct mx_guard_cfg guard;
+    char *listen_host;
+    uint64_t refused; /* requests refused by the guard */
     int port;
     time_t started;
     size_t inflight; /* forwarded requests not finished */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who may call the local endpoint: the Host check (DNS rebinding), the Origin
+ * check (browsers), and the client token. Pure: request facts in, a verdict
+ * out, so every rule is table-tested and fuzzed.
+ */
+#ifndef MX_GUARD_H
+#define MX_GUARD_H
+
+#include <stdbool.h>
+
+#include "secret.h"
+#include "str.h"
+
+struct mx_guard_cfg {
+    const char *listen_host;            /* host part of [listen] address, without brackets */
+    const char *const *allowed_origins; /* exact origins ("http://localhost:3000") */
+    size_t allowed_origin_cnt;
+    const struct mx_secret *client_token; /* NULL: no token required */
+};
+
+struct mx_guard_req {
+    struct mx_str method;
+    struct mx_str path;
+    const struct mx_str *host;          /* NULL when absent */
+    const struct mx_str *origin;        /* NULL when absent */
+    const struct mx_str *authorization; /* NULL when absent */
+};
+
+enum mx_guard_verdict {
+    MX_GUARD_OK = 0,
+    MX_GUARD_BAD_HOST,   /* 403: Host is not loopback nor the configured name */
+    MX_GUARD_BAD_ORIGIN, /* 403: Origin present and not allowed */
+    MX_GUARD_NO_TOKEN,   /* 403: client token required and missing or wrong */
+};
+
+enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg,
+                                     const struct mx_guard_req *req);
+
+/* A client-facing sentence for |v| (never mentions a secret value). */
+const char *mx_guard_message(enum mx_guard_verdict v);
+
+/* Whether |host| (a Host header value, with optional port) names this
+ * machine's loopback: localhost, *.localhost, 127.0.0.0/8, [::1]. */
+bool mx_guard_host_is_loopback(struct mx_str host);
+
+/* Whether |origin| is in the allow-list. */
+bool mx_guard_origin_allowed(const struct mx_guard_cfg *cfg, struct mx_str origin);
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Client snippets for `mcplex serve`. */
+#include "snippet.h"
+
+void mx_snippet_print(FILE *f, const char *name, const char *url, const char *token_env)
+{
+    fprintf(f, "\nPoint MCP clients at %s\n", url);
+    if (token_env == NULL) {
+        fprintf(f,
+                "  Claude Code: claude mcp add --transport http %s %s\n"
+                "  Cursor (~/.cursor/mcp.json): {\"mcpServers\": {\"%s\": {\"url\": \"%s\"}}}\n"
+                "  TypeScript SDK: new StreamableHTTPClientTransport(new URL(\"%s\"))\n\n",
+                name, url, name, url, url);
+        return;
+    }
+    /* ${VAR} is expanded by the client at run time; the token stays in the
+     * environment, out of every config file. */
+    fprintf(f,
+            "  export %s=<the client token>   # the value of [listen] client_token\n"
+            "  Claude Code: claude mcp add-json %s "
+            "'{\"type\":\"http\",\"url\":\"%s\",\"headers\":{\"Authorization\":\"Bearer "
+            "${%s}\"}}'\n"
+            "  Cursor (~/.cursor/mcp.json): {\"mcpServers\": {\"%s\": {\"url\": \"%s\", "
+            "\"headers\": {\"Authorization\": \"Bearer ${env:%s}\"}}}}\n"
+            "  TypeScript SDK: new StreamableHTTPClientTransport(new URL(\"%s\"), "
+            "{requestInit: {headers: {Authorization: `Bearer ${process.env.%s}`}}})\n\n",
+            token_env, name, url, token_env, name, url, token_env, url, token_env);
+}

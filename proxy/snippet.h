@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ready-to-paste client configuration printed by `mcplex serve`. When a
+ * client token is configured the snippets read it from an environment
+ * variable, so the token never lands in a client's config file.
+ */
+#ifndef MX_SNIPPET_H
+#define MX_SNIPPET_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Print snippets for Claude Code, Cursor and the TypeScript SDK for the
+ * endpoint |url| named |name|; |token_env| names the variable holding the
+ * client token, or NULL when none is required. */
+void mx_snippet_print(FILE *f, const char *name, const char *url, const char *token_env);
+
+#endif
