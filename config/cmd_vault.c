@@ -24,25 +24,26 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex vault [--vault PATH] [-c FILE] set NAME\n"
-               "       mcplex vault [--vault PATH] [-c FILE] list\n"
-               "       mcplex vault [--vault PATH] [-c FILE] rm NAME\n"
-               "\n"
-               "Keeps upstream secrets in the vault file (mode 0600), for references\n"
-               "such as secret = \"vault:NAME\". NAME is 1 to 64 characters from\n"
-               "A-Za-z0-9_.-.\n"
-               "\n"
-               "  set NAME           store the value read from stdin (one trailing\n"
-               "                     newline is dropped; an empty value is refused)\n"
-               "  list               print the names, never the values\n"
-               "  rm NAME            remove an entry\n"
-               "  --vault PATH       the vault file to use\n"
-               "  -c, --config FILE  take the vault path from this config's [proxy] vault\n"
-               "                     (default: the config mcplex check would find, else\n"
-               "                     %s)\n"
-               "  -h, --help         this text\n"
-               "\n"
-               "Exit status: 0 done, 1 failed, 2 usage error.\n",
+    fprintf(f,
+            "usage: mcplex vault [--vault PATH] [-c FILE] set NAME\n"
+            "       mcplex vault [--vault PATH] [-c FILE] list\n"
+            "       mcplex vault [--vault PATH] [-c FILE] rm NAME\n"
+            "\n"
+            "Keeps upstream secrets in the vault file (mode 0600), for references\n"
+            "such as secret = \"vault:NAME\". NAME is 1 to 64 characters from\n"
+            "A-Za-z0-9_.-.\n"
+            "\n"
+            "  set NAME           store the value read from stdin (one trailing\n"
+            "                     newline is dropped; an empty value is refused)\n"
+            "  list               print the names, never the values\n"
+            "  rm NAME            remove an entry\n"
+            "  --vault PATH       the vault file to use\n"
+            "  -c, --config FILE  take the vault path from this config's [proxy] vault\n"
+            "                     (default: the config mcplex check would find, else\n"
+            "                     %s)\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "Exit status: 0 done, 1 failed, 2 usage error.\n",
             MX_VAULT_DEFAULT);
 }
 
@@ -219,7 +220,8 @@ int mx_cmd_vault(int argc, char **argv)
     }
     const char *sub = npos ? pos[0] : NULL;
     bool named = sub && (strcmp(sub, "set") == 0 || strcmp(sub, "rm") == 0);
-    if (sub == NULL || (named && npos != 2) || (!named && (strcmp(sub, "list") != 0 || npos != 1))) {
+    if (sub == NULL || (named && npos != 2) ||
+        (!named && (strcmp(sub, "list") != 0 || npos != 1))) {
         usage(stderr);
         return 2;
     }

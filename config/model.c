@@ -48,6 +48,13 @@ struct config_priv {
     struct server_pos *srv; /* parallel to pub.servers */
 };
 
+static size_t live_cnt;
+
+size_t mx_config_live_cnt(void)
+{
+    return live_cnt;
+}
+
 struct ctx {
     const char *file;
     struct mx_diag *diag;
@@ -129,8 +136,7 @@ static bool is_host_char(char ch)
  * host[:port] with host a name or [IPv6]; |port_min| 1 for URLs. Sets |host|
  * to the host without brackets.
  */
-static const char *check_authority(const char *p, size_t len, int64_t port_min,
-                                   struct mx_str *host)
+static const char *check_authority(const char *p, size_t len, int64_t port_min, struct mx_str *host)
 {
     size_t i = 0;
     if (len && p[0] == '[') {
@@ -238,7 +244,7 @@ static const char *check_env_item(const char *s)
 static const char *check_pattern(const char *s)
 {
     if (*s == '\0' || has_ctl_or_space(s))
-        return "a tool pattern must be non-empty without spaces";
+        return "a name pattern must be non-empty without spaces";
     return NULL;
 }
 
@@ -414,8 +420,7 @@ static int get_int(struct ctx *c, const struct mx_toml_entry *e, int64_t min, in
     return 0;
 }
 
-static int get_duration(struct ctx *c, const struct mx_toml_entry *e, int64_t min_ms,
-                        int64_t *out)
+static int get_duration(struct ctx *c, const struct mx_toml_entry *e, int64_t min_ms, int64_t *out)
 {
     char buf[96];
     if (e->val.type != MX_TOML_STRING)
@@ -480,13 +485,34 @@ struct field {
     int (*custom)(struct ctx *c, const struct mx_toml_entry *e, void *obj);
 };
 
-#define FSTR(T, k, m, chk)  {k, F_STR, offsetof(T, m), 0, 0, chk, NULL}
-#define FPATH(T, k, m)      {k, F_PATH, offsetof(T, m), 0, 0, NULL, NULL}
-#define FBOOL(T, k, m)      {k, F_BOOL, offsetof(T, m), 0, 0, NULL, NULL}
-#define FINT(T, k, m, a, b) {k, F_INT, offsetof(T, m), a, b, NULL, NULL}
-#define FDUR(T, k, m, a)    {k, F_DUR, offsetof(T, m), a, 0, NULL, NULL}
-#define FSTRV(T, k, m, a, chk) {k, F_STRV, offsetof(T, m), a, 0, chk, NULL}
-#define FCUSTOM(k, fn)         {k, F_CUSTOM, 0, 0, 0, NULL, fn}
+#define FSTR(T, k, m, chk)                                                                         \
+    {                                                                                              \
+        k, F_STR, offsetof(T, m), 0, 0, chk, NULL                                                  \
+    }
+#define FPATH(T, k, m)                                                                             \
+    {                                                                                              \
+        k, F_PATH, offsetof(T, m), 0, 0, NULL, NULL                                                \
+    }
+#define FBOOL(T, k, m)                                                                             \
+    {                                                                                              \
+        k, F_BOOL, offsetof(T, m), 0, 0, NULL, NULL                                                \
+    }
+#define FINT(T, k, m, a, b)                                                                        \
+    {                                                                                              \
+        k, F_INT, offsetof(T, m), a, b, NULL, NULL                                                 \
+    }
+#define FDUR(T, k, m, a)                                                                           \
+    {                                                                                              \
+        k, F_DUR, offsetof(T, m), a, 0, NULL, NULL                                                 \
+    }
+#define FSTRV(T, k, m, a, chk)                                                                     \
+    {                                                                                              \
+        k, F_STRV, offsetof(T, m), a, 0, chk, NULL                                                 \
+    }
+#define FCUSTOM(k, fn)                                                                             \
+    {                                                                                              \
+        k, F_CUSTOM, 0, 0, 0, NULL, fn                                                             \
+    }
 
 static int apply(struct ctx *c, const struct field *f, const struct mx_toml_entry *e, void *obj)
 {
@@ -542,7 +568,7 @@ static const char *const transport_names[] = {"streamable-http", "sse", "stdio",
 
 static int set_prefix(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
-    int v;
+    int v = 0;
     int rc = get_enum(c, e, prefix_names, &v);
     if (rc == 0)
         ((struct mx_proxy_cfg *)obj)->prefix = v ? MX_PREFIX_ALWAYS : MX_PREFIX_CONDITIONAL;
@@ -551,7 +577,7 @@ static int set_prefix(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 
 static int set_start(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
-    int v;
+    int v = 0;
     int rc = get_enum(c, e, start_names, &v);
     if (rc == 0)
         ((struct mx_server_cfg *)obj)->start = v ? MX_START_EAGER : MX_START_LAZY;
@@ -560,7 +586,7 @@ static int set_start(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 
 static int set_session(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
-    int v;
+    int v = 0;
     int rc = get_enum(c, e, session_names, &v);
     if (rc == 0)
         ((struct mx_server_cfg *)obj)->session = v ? MX_SESSION_PER_CLIENT : MX_SESSION_SHARED;
@@ -572,7 +598,7 @@ static int set_transport(struct ctx *c, const struct mx_toml_entry *e, void *obj
 {
     static const enum mx_transport map[] = {MX_TRANSPORT_HTTP, MX_TRANSPORT_SSE,
                                             MX_TRANSPORT_STDIO};
-    int v;
+    int v = 0;
     int rc = get_enum(c, e, transport_names, &v);
     if (rc == 0)
         ((struct mx_server_cfg *)obj)->transport = map[v];
@@ -583,9 +609,19 @@ static int set_transport(struct ctx *c, const struct mx_toml_entry *e, void *obj
 static bool is_reserved_header(const char *name)
 {
     static const char *const reserved[] = {
-        "host",    "content-length",   "transfer-encoding", "connection",     "te",
-        "upgrade", "keep-alive",       "proxy-connection",  "mcp-session-id", "content-type",
-        "accept",  "mcp-protocol-version", NULL,
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "upgrade",
+        "keep-alive",
+        "proxy-connection",
+        "mcp-session-id",
+        "content-type",
+        "accept",
+        "mcp-protocol-version",
+        NULL,
     };
     for (size_t i = 0; reserved[i]; i++) {
         if (strcasecmp(name, reserved[i]) == 0)
@@ -623,9 +659,9 @@ static int set_auth(struct ctx *c, const struct mx_toml_entry *e, void *obj)
     if (name == NULL)
         return 0;
     if (!is_token(name))
-        return err_at(c, e->val.line, e->val.col,
-                      "'auth': \"%s\" is not a valid %s name (RFC 9110 token)",
-                      show(name, buf, sizeof(buf)), s->auth == MX_AUTH_COOKIE ? "cookie" : "header");
+        return err_at(
+            c, e->val.line, e->val.col, "'auth': \"%s\" is not a valid %s name (RFC 9110 token)",
+            show(name, buf, sizeof(buf)), s->auth == MX_AUTH_COOKIE ? "cookie" : "header");
     if (s->auth == MX_AUTH_HEADER && is_reserved_header(name))
         return err_at(c, e->val.line, e->val.col, "'auth': mcplex sets the %s header itself",
                       show(name, buf, sizeof(buf)));
@@ -645,8 +681,7 @@ static int set_retry_on(struct ctx *c, const struct mx_toml_entry *e, void *obj)
             return err_at(c, it->line, it->col, "'retry_on' must be an array of integers");
         if (it->i < 100 || it->i > 599)
             return err_at(c, it->line, it->col,
-                          "'retry_on': %lld is not an HTTP status (100 to 599)",
-                          (long long)it->i);
+                          "'retry_on': %lld is not an HTTP status (100 to 599)", (long long)it->i);
     }
     free(s->retry_on);
     s->retry_on = mx_xcalloc(e->val.item_cnt ? e->val.item_cnt : 1, sizeof(int));
@@ -681,6 +716,8 @@ static const struct field proxy_fields[] = {
     FPATH(P, "state_dir", state_dir),
     FCUSTOM("prefix", set_prefix),
     FINT(P, "name_budget", name_budget, 8, 128),
+    FINT(P, "page_size", page_size, 1, 10000),
+    FDUR(P, "fanout_timeout", fanout_timeout_ms, 1),
     FDUR(P, "request_timeout", request_timeout_ms, 1),
     FDUR(P, "wake_timeout", wake_timeout_ms, 1),
     FDUR(P, "idle_close", idle_close_ms, 1),
@@ -699,6 +736,9 @@ static const struct field server_fields[] = {
     FCUSTOM("auth", set_auth),
     FSTR(S, "secret", secret_ref, mx_secret_ref_check),
     FSTRV(S, "tools", tools, 0, check_pattern),
+    FSTRV(S, "tools_deny", tools_deny, 0, check_pattern),
+    FSTRV(S, "prompts", prompts, 0, check_pattern),
+    FSTRV(S, "prompts_deny", prompts_deny, 0, check_pattern),
     FSTR(S, "wake", wake, check_wake),
     FCUSTOM("retry_on", set_retry_on),
     FSTR(S, "alias", alias, check_name),
@@ -731,6 +771,8 @@ static void proxy_defaults(struct mx_proxy_cfg *p)
     p->state_dir = mx_path_expand("~/.local/state/mcplex");
     p->prefix = MX_PREFIX_CONDITIONAL;
     p->name_budget = 48;
+    p->page_size = 100;
+    p->fanout_timeout_ms = 3000;
     p->request_timeout_ms = 120 * 1000;
     p->wake_timeout_ms = 60 * 1000;
     p->idle_close_ms = 60 * 1000;
@@ -802,7 +844,7 @@ static void server_defaults(struct mx_server_cfg *s, const char *name, int line)
 static int not_for_stdio(struct ctx *c, const struct mx_toml_entry *e)
 {
     return err_at(c, e->val.line, e->val.col,
-                  "'%s' applies to url servers; a command gets its secrets through 'env'", e->key);
+                  "'%s' applies to url servers; a command receives secrets through 'env'", e->key);
 }
 
 /* Rules that tie several keys of one server together. */
@@ -819,8 +861,7 @@ static int finish_server(struct ctx *c, const struct mx_toml_entry *se, struct m
 
     if (url && cmd) {
         e = before(url->line, url->col, cmd->line, cmd->col) ? cmd : url;
-        return err_at(c, e->line, e->col, "server '%s': set 'url' or 'command', not both",
-                      s->name);
+        return err_at(c, e->line, e->col, "server '%s': set 'url' or 'command', not both", s->name);
     }
     if (!url && !cmd)
         return err_at(c, se->line, se->col, "server '%s' needs a 'url' or a 'command'", s->name);
@@ -972,6 +1013,7 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     if (rc)
         return MX_EINVAL;
     struct config_priv *cp = mx_xcalloc(1, sizeof(*cp));
+    live_cnt++;
     cp->pub.path = path ? mx_xstrdup(path) : NULL;
     listen_defaults(&cp->pub.listen);
     proxy_defaults(&cp->pub.proxy);
@@ -1126,6 +1168,9 @@ static void server_clear(struct mx_server_cfg *s)
     free(s->secret_ref);
     mx_secret_free(s->secret);
     strv_clear(&s->tools);
+    strv_clear(&s->tools_deny);
+    strv_clear(&s->prompts);
+    strv_clear(&s->prompts_deny);
     free(s->wake);
     free(s->retry_on);
     free(s->alias);
@@ -1154,6 +1199,7 @@ void mx_config_free(struct mx_config *cfg)
     free(cfg->proxy.log_level);
     free(cfg->path);
     free(cp);
+    live_cnt--;
 }
 
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name)

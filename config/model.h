@@ -46,24 +46,27 @@ struct mx_server_cfg {
     int line; /* where [servers.NAME] was declared */
 
     enum mx_transport transport;
-    char *url;               /* http(s) URL, NULL for stdio */
-    struct mx_strv command;  /* argv for stdio upstreams */
-    char *cwd;               /* NULL: inherit */
-    struct mx_strv env;      /* "NAME" or "NAME=<secret ref>" entries */
+    char *url;                     /* http(s) URL, NULL for stdio */
+    struct mx_strv command;        /* argv for stdio upstreams */
+    char *cwd;                     /* NULL: inherit */
+    struct mx_strv env;            /* "NAME" or "NAME=<secret ref>" entries */
     struct mx_secret **env_secret; /* env.cnt slots, set by mx_config_resolve_secrets()
                                       for "NAME=<secret ref>" entries, else NULL */
     enum mx_start_mode start;
 
     enum mx_auth_kind auth;
-    char *auth_name;         /* cookie or header name for MX_AUTH_COOKIE/HEADER */
-    char *secret_ref;        /* reference text ("vault:files"), NULL when none */
+    char *auth_name;          /* cookie or header name for MX_AUTH_COOKIE/HEADER */
+    char *secret_ref;         /* reference text ("vault:files"), NULL when none */
     struct mx_secret *secret; /* set by mx_config_resolve_secrets() */
 
-    struct mx_strv tools;    /* allow-list of glob patterns; empty: all */
-    char *wake;              /* "cmd:..." or "url:...", NULL when none */
-    int *retry_on;           /* HTTP statuses meaning "not awake yet" */
+    struct mx_strv tools; /* allow-list of glob patterns; empty: all */
+    struct mx_strv tools_deny;   /* tools never exposed at /mcp (glob patterns) */
+    struct mx_strv prompts;      /* allow-list of prompt names (glob patterns); empty: all */
+    struct mx_strv prompts_deny; /* prompts never exposed at /mcp (glob patterns) */
+    char *wake;           /* "cmd:..." or "url:...", NULL when none */
+    int *retry_on;        /* HTTP statuses meaning "not awake yet" */
     size_t retry_on_cnt;
-    char *alias;             /* prefix when names are prefixed; defaults to name */
+    char *alias; /* prefix when names are prefixed; defaults to name */
     enum mx_session_mode session;
     int64_t max_concurrency;
     int64_t keepalive_ms;
@@ -73,36 +76,38 @@ struct mx_server_cfg {
 };
 
 struct mx_listen_cfg {
-    char *address;           /* "127.0.0.1:8443", "[::1]:8443" */
+    char *address; /* "127.0.0.1:8443", "[::1]:8443" */
     bool tls;
-    char *cert;              /* NULL: state_dir default */
+    char *cert; /* NULL: state_dir default */
     char *key;
     char *client_token_ref;
     struct mx_secret *client_token;
     struct mx_strv allowed_origins;
     bool allow_remote;
-    int64_t max_body;        /* bytes, default 4 MiB */
-    int64_t max_header;      /* bytes of request head, default 64 KiB */
-    int64_t max_connections; /* default 1024 */
+    int64_t max_body;          /* bytes, default 4 MiB */
+    int64_t max_header;        /* bytes of request head, default 64 KiB */
+    int64_t max_connections;   /* default 1024 */
     int64_t header_timeout_ms; /* default 10 s */
     int64_t idle_timeout_ms;   /* default 120 s */
     int64_t session_idle_ms;   /* client session expiry, default 30 min */
 };
 
 struct mx_proxy_cfg {
-    char *trace;             /* JSONL trace path or NULL */
-    char *vault;             /* expanded path */
-    char *state_dir;         /* expanded path */
+    char *trace;     /* JSONL trace path or NULL */
+    char *vault;     /* expanded path */
+    char *state_dir; /* expanded path */
     enum mx_prefix_mode prefix;
     int64_t name_budget;
+    int64_t page_size;         /* items per page of /mcp's merged lists, default 100 */
+    int64_t fanout_timeout_ms; /* how long /mcp waits for upstreams, default 3 s */
     int64_t request_timeout_ms;
     int64_t wake_timeout_ms;
     int64_t idle_close_ms;
-    char *log_level;         /* "error" | "warn" | "info" | "debug" */
+    char *log_level; /* "error" | "warn" | "info" | "debug" */
 };
 
 struct mx_config {
-    char *path;              /* file it was read from */
+    char *path; /* file it was read from */
     struct mx_listen_cfg listen;
     struct mx_proxy_cfg proxy;
     struct mx_server_cfg *servers;

@@ -16,6 +16,9 @@
 /* |env_idx| value that selects a server's "secret" rather than an env entry. */
 #define MX_CONFIG_REF_SECRET SIZE_MAX
 
+/* Configs not yet freed; tests assert it returns to zero. */
+size_t mx_config_live_cnt(void);
+
 /*
  * NULL when |url| is an http:// or https:// URL we accept (host present, no
  * user:password@, no #fragment, no spaces or control characters), else a

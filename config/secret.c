@@ -35,6 +35,13 @@ struct mx_secret {
     size_t len;
 };
 
+static size_t live_cnt;
+
+size_t mx_secret_live_cnt(void)
+{
+    return live_cnt;
+}
+
 struct mx_secret *mx_secret_new(const char *p, size_t len)
 {
     struct mx_secret *s = mx_xmalloc(sizeof(*s));
@@ -42,6 +49,7 @@ struct mx_secret *mx_secret_new(const char *p, size_t len)
     if (len)
         memcpy(s->p, p, len);
     s->len = len;
+    live_cnt++;
     return s;
 }
 
@@ -52,6 +60,7 @@ void mx_secret_free(struct mx_secret *s)
     OPENSSL_cleanse(s->p, s->len);
     free(s->p);
     free(s);
+    live_cnt--;
 }
 
 bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len)
@@ -294,8 +303,8 @@ static int from_file(const char *ref, const char *path, char **out, size_t *len,
 {
     char why[256];
     char *full = mx_path_expand(path);
-    int rc = mx_private_file_read(full, "secret file", MX_SECRET_MAX_LEN, out, len, why,
-                                  sizeof(why));
+    int rc =
+        mx_private_file_read(full, "secret file", MX_SECRET_MAX_LEN, out, len, why, sizeof(why));
     free(full);
     if (rc)
         mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
@@ -372,8 +381,7 @@ static int timed_out(pid_t pid, const char *ref, struct mx_diag *diag)
 
 static int too_much(const char *ref, struct mx_diag *diag)
 {
-    mx_diag_set(diag, NULL, 0, 0, "%s: command printed more than %d bytes", ref,
-                MX_SECRET_MAX_LEN);
+    mx_diag_set(diag, NULL, 0, 0, "%s: command printed more than %d bytes", ref, MX_SECRET_MAX_LEN);
     return MX_ELIMIT;
 }
 
@@ -398,8 +406,7 @@ static int drain(int fd, char *buf, size_t *len, const char *ref, struct mx_diag
  * exited, what it wrote is in the pipe; anything it left running in the
  * background may hold the pipe open, so EOF is not waited for.
  */
-static int collect(pid_t pid, int fd, char *buf, size_t *len, const char *ref,
-                   struct mx_diag *diag)
+static int collect(pid_t pid, int fd, char *buf, size_t *len, const char *ref, struct mx_diag *diag)
 {
     int64_t deadline = now_ms() + MX_SECRET_CMD_TIMEOUT_MS;
     bool eof = false;
@@ -447,14 +454,12 @@ static int collect(pid_t pid, int fd, char *buf, size_t *len, const char *ref,
         mx_diag_set(diag, NULL, 0, 0, "%s: command exited with status %d", ref,
                     WEXITSTATUS(status));
     else
-        mx_diag_set(diag, NULL, 0, 0, "%s: command was killed by signal %d", ref,
-                    WTERMSIG(status));
+        mx_diag_set(diag, NULL, 0, 0, "%s: command was killed by signal %d", ref, WTERMSIG(status));
     return MX_EIO;
 }
 
 /* No shell: the command is split on spaces and tabs, without quoting. */
-static int from_cmd(const char *ref, const char *cmd, char **out, size_t *len,
-                    struct mx_diag *diag)
+static int from_cmd(const char *ref, const char *cmd, char **out, size_t *len, struct mx_diag *diag)
 {
     char *argv[MX_SECRET_CMD_MAX_ARGS + 1];
     size_t argc = 0;
@@ -492,8 +497,7 @@ static int from_cmd(const char *ref, const char *cmd, char **out, size_t *len,
         if (err == ENOENT)
             mx_diag_set(diag, NULL, 0, 0, "%s: command '%s' not found", ref, argv[0]);
         else
-            mx_diag_set(diag, NULL, 0, 0, "%s: cannot run '%s': %s", ref, argv[0],
-                        strerror(err));
+            mx_diag_set(diag, NULL, 0, 0, "%s: cannot run '%s': %s", ref, argv[0], strerror(err));
         rc = err == ENOENT ? MX_ENOTFOUND : MX_EIO;
         goto out;
     }

@@ -21,6 +21,9 @@ const char *mx_secret_ref_check(const char *ref);
  */
 const char *mx_secret_value_check(const char *p, size_t len);
 
+/* Secrets not yet freed; tests assert it returns to zero. */
+size_t mx_secret_live_cnt(void);
+
 /* [A-Za-z_][A-Za-z0-9_]*, the environment variable names we accept. */
 bool mx_env_name_is_valid(const char *p, size_t len);
 

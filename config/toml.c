@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "err.h"
+#include "log.h"
 #include "num.h"
 #include "toml.h"
 
@@ -25,6 +26,8 @@ struct parser {
     struct mx_toml_table *root;
     struct mx_toml_table *cur;
 };
+
+static size_t live_cnt; /* tables */
 
 static int peek(const struct parser *ps)
 {
@@ -257,6 +260,7 @@ static void table_free(struct mx_toml_table *t)
     free(t->entries);
     free(t->name);
     free(t);
+    live_cnt--;
 }
 
 static void value_clear(struct mx_toml_value *v)
@@ -307,10 +311,16 @@ const char *mx_toml_type_name(enum mx_toml_type type)
     return "a value";
 }
 
+size_t mx_toml_live_cnt(void)
+{
+    return live_cnt;
+}
+
 static struct mx_toml_table *table_new(const char *name)
 {
     struct mx_toml_table *t = mx_xcalloc(1, sizeof(*t));
     t->name = mx_xstrdup(name);
+    live_cnt++;
     return t;
 }
 
@@ -509,11 +519,11 @@ fail:
 static int parse_int(struct parser *ps, struct mx_toml_value *v)
 {
     int line = ps->line, col = ps->col;
-    size_t start = ps->pos, end = ps->pos, digits;
+    size_t start = ps->pos, end = start, digits;
     const char *s = ps->p;
 
-    while (end < ps->len && (is_key_char((unsigned char)s[end]) || s[end] == '.' ||
-                             s[end] == '+' || s[end] == ':'))
+    while (end < ps->len &&
+           (is_key_char((unsigned char)s[end]) || s[end] == '.' || s[end] == '+' || s[end] == ':'))
         end++;
     size_t i = start;
     if (s[i] == '+' || s[i] == '-')
@@ -561,7 +571,7 @@ static int parse_int(struct parser *ps, struct mx_toml_value *v)
 
 static int parse_word(struct parser *ps, struct mx_toml_value *v)
 {
-    size_t start = ps->pos, end = ps->pos;
+    size_t start = ps->pos, end = start;
     while (end < ps->len && is_key_char((unsigned char)ps->p[end]))
         end++;
     size_t n = end - start;
@@ -605,7 +615,8 @@ static int parse_array(struct parser *ps, struct mx_toml_value *v)
             break;
         }
         if (cnt == MX_TOML_MAX_ITEMS) {
-            rc = limit_at(ps, ps->line, ps->col, "more than %d items in one array", MX_TOML_MAX_ITEMS);
+            rc = limit_at(ps, ps->line, ps->col, "more than %d items in one array",
+                          MX_TOML_MAX_ITEMS);
             goto fail;
         }
         struct mx_toml_value item;
@@ -645,7 +656,8 @@ static int parse_array(struct parser *ps, struct mx_toml_value *v)
             adv(ps);
             break;
         }
-        rc = fail_here(ps, "expected ',' or ']' after array item, found %s (array opened at line %d)",
+        rc = fail_here(ps,
+                       "expected ',' or ']' after array item, found %s (array opened at line %d)",
                        describe(ps, buf, sizeof(buf)), open_line);
         goto fail;
     }
@@ -732,6 +744,7 @@ static int parse_keyval(struct parser *ps)
         value_clear(&v);
         return rc;
     }
+    MX_ASSERT(e != NULL);
     e->val = v;
     return 0;
 fail:
@@ -752,14 +765,15 @@ static int open_table(struct parser *ps, struct segment *segs, size_t n, int lin
     for (size_t i = 0; i < n; i++) {
         struct mx_toml_entry *e = table_find(t, segs[i].key);
         if (e == NULL) {
-            char *name = t->name[0] ? mx_xasprintf("%s.%s", t->name, segs[i].key)
-                                    : mx_xstrdup(segs[i].key);
+            char *name =
+                t->name[0] ? mx_xasprintf("%s.%s", t->name, segs[i].key) : mx_xstrdup(segs[i].key);
             int rc = table_add(ps, t, segs[i].key, segs[i].line, segs[i].col, &e);
             segs[i].key = NULL;
             if (rc) {
                 free(name);
                 return rc;
             }
+            MX_ASSERT(e != NULL);
             e->val.type = MX_TOML_TABLE;
             e->val.line = line;
             e->val.col = col;
@@ -805,7 +819,8 @@ static int parse_header(struct parser *ps)
             goto out;
         }
         if (n == MX_TOML_MAX_DEPTH) {
-            rc = limit_at(ps, ps->line, ps->col, "table nesting deeper than %d levels", MX_TOML_MAX_DEPTH);
+            rc = limit_at(ps, ps->line, ps->col, "table nesting deeper than %d levels",
+                          MX_TOML_MAX_DEPTH);
             goto out;
         }
         segs[n].line = ps->line;
@@ -814,8 +829,8 @@ static int parse_header(struct parser *ps)
         n++;
         c = peek(ps);
         if (c != ' ' && c != '\t' && c != '.' && c != ']' && c != -1 && c != '\n' && c != '\r') {
-            rc = fail_here(ps, "invalid character %s in table name",
-                           describe(ps, buf, sizeof(buf)));
+            rc =
+                fail_here(ps, "invalid character %s in table name", describe(ps, buf, sizeof(buf)));
             goto out;
         }
         skip_ws(ps);

@@ -36,12 +36,13 @@ struct mx_toml_table;
 
 struct mx_toml_value {
     enum mx_toml_type type;
-    int line; /* first character of the value; for a table, the '[' of */
-    int col;  /* the header that first named it */
+    /* First character of the value; for a table, the '[' of the header that first named it. */
+    int line;
+    int col;
     char *str; /* MX_TOML_STRING: NUL-terminated UTF-8 without NUL inside */
     size_t str_len;
-    int64_t i;  /* MX_TOML_INT */
-    bool b;     /* MX_TOML_BOOL */
+    int64_t i;                   /* MX_TOML_INT */
+    bool b;                      /* MX_TOML_BOOL */
     struct mx_toml_value *items; /* MX_TOML_ARRAY: all items of one type */
     size_t item_cnt;
     struct mx_toml_table *table; /* MX_TOML_TABLE */
@@ -55,9 +56,9 @@ struct mx_toml_entry {
 };
 
 struct mx_toml_table {
-    char *name;  /* dotted path, "" for the root */
-    bool defined; /* has a header of its own (not only implied by [a.b]) */
-    int line;     /* that header's line; 0 when not defined */
+    char *name;                    /* dotted path, "" for the root */
+    bool defined;                  /* has a header of its own (not only implied by [a.b]) */
+    int line;                      /* that header's line; 0 when not defined */
     struct mx_toml_entry *entries; /* in file order */
     size_t cnt;
     size_t cap;
@@ -78,6 +79,9 @@ void mx_toml_free(struct mx_toml_table *t);
 
 /* The entry for |key| in |t|, or NULL. */
 const struct mx_toml_entry *mx_toml_find(const struct mx_toml_table *t, const char *key);
+
+/* Tables not yet freed; tests assert it returns to zero. */
+size_t mx_toml_live_cnt(void);
 
 /* "a string", "an integer", ... for messages. */
 const char *mx_toml_type_name(enum mx_toml_type type);

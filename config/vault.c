@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +39,8 @@ struct vault {
 
 static bool name_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
 }
 
 static bool name_ok(const char *p, size_t len)
@@ -169,8 +168,10 @@ static int parse(struct vault *v, const char *path, struct mx_diag *diag)
         }
         struct entry e = {s, (size_t)(eq - s), eq + 1, n - (size_t)(eq - s) - 1};
         for (size_t i = 0; i < v->cnt; i++) {
-            if (v->entries[i].name_len == e.name_len && memcmp(v->entries[i].name, s, e.name_len) == 0) {
-                mx_diag_set(diag, path, line, 1, "duplicate vault entry '%.*s'", (int)e.name_len, s);
+            if (v->entries[i].name_len == e.name_len &&
+                memcmp(v->entries[i].name, s, e.name_len) == 0) {
+                mx_diag_set(diag, path, line, 1, "duplicate vault entry '%.*s'", (int)e.name_len,
+                            s);
                 return MX_EINVAL;
             }
         }
@@ -188,12 +189,13 @@ static int load(struct vault *v, const char *path, bool missing_ok, struct mx_di
 {
     char why[256];
     memset(v, 0, sizeof(*v));
-    int rc = mx_private_file_read(path, "vault", MX_VAULT_MAX_FILE, &v->data, &v->len, why,
-                                  sizeof(why));
+    int rc =
+        mx_private_file_read(path, "vault", MX_VAULT_MAX_FILE, &v->data, &v->len, why, sizeof(why));
     if (rc == MX_ENOTFOUND && missing_ok)
         return 0;
     if (rc == MX_ENOTFOUND) {
-        mx_diag_set(diag, path, 0, 0, "vault does not exist (add a secret with: mcplex vault set NAME)");
+        mx_diag_set(diag, path, 0, 0,
+                    "vault does not exist (add a secret with: mcplex vault set NAME)");
         return rc;
     }
     if (rc) {
@@ -224,8 +226,7 @@ static int bad_name(const char *path, const char *name, struct mx_diag *diag)
     return MX_EINVAL;
 }
 
-int mx_vault_get(const char *path, const char *name, struct mx_secret **out,
-                 struct mx_diag *diag)
+int mx_vault_get(const char *path, const char *name, struct mx_secret **out, struct mx_diag *diag)
 {
     struct vault v;
     *out = NULL;
@@ -236,8 +237,8 @@ int mx_vault_get(const char *path, const char *name, struct mx_secret **out,
         return rc;
     const struct entry *e = find(&v, name);
     if (e == NULL) {
-        mx_diag_set(diag, path, 0, 0, "no entry '%s' in the vault (add it with: mcplex vault set %s)",
-                    name, name);
+        mx_diag_set(diag, path, 0, 0,
+                    "no entry '%s' in the vault (add it with: mcplex vault set %s)", name, name);
         vault_clear(&v);
         return MX_ENOTFOUND;
     }
@@ -387,7 +388,7 @@ static int rewrite(const char *path_arg, const char *name, const char *value, si
     if (path == NULL)
         path = mx_xstrdup(path_arg);
     char *slash = strrchr(path, '/');
-    char *dir = slash == NULL ? mx_xstrdup(".")
+    char *dir = slash == NULL   ? mx_xstrdup(".")
                 : slash == path ? mx_xstrdup("/")
                                 : mx_xstrndup(path, (size_t)(slash - path));
     memset(&v, 0, sizeof(v));

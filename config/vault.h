@@ -46,8 +46,7 @@ bool mx_vault_name_is_valid(const char *name);
  * MX_EIO. |diag| names the vault file (and line for a malformed entry),
  * never a value.
  */
-int mx_vault_get(const char *path, const char *name, struct mx_secret **out,
-                 struct mx_diag *diag);
+int mx_vault_get(const char *path, const char *name, struct mx_secret **out, struct mx_diag *diag);
 
 /*
  * The names in the vault at |path|, in file order. A missing file is an empty

@@ -12,6 +12,7 @@ struct mx_cmd {
     int (*run)(int argc, char **argv);
 };
 
+#include "cmd_certs.h"
 #include "cmd_config.h"
 
 int mx_cmd_serve(int argc, char **argv);

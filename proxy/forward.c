@@ -19,6 +19,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "sse.h"
+#include "upcall.h"
 
 #define TRACE_JSON_CAP (4 * 1024 * 1024)
 
@@ -33,7 +34,7 @@ struct fwd {
     struct mx_gateway *gw;
     struct mx_upstream *up;
     struct mx_req *req;
-    struct mx_ureq *ureq;
+    struct mx_upcall *call;
     json_t *rpc_id; /* id of the client's JSON-RPC request, if it was one */
     char *session;  /* Mcp-Session-Id for the trace */
     bool is_sse;
@@ -92,8 +93,8 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
     struct fwd *f = data;
     char msg[512];
     (void)u;
+    /* upcall.c already noted the answer in the upstream's state */
     enum mx_upstream_event ev = mx_upstream_classify_status(f->up, status);
-    mx_upstream_note(f->up, ev);
     if (ev == MX_UPSTREAM_EV_AUTH_REFUSED) {
         snprintf(msg, sizeof(msg),
                  "upstream '%s' refused its credential (HTTP %ld); check the secret %s",
@@ -153,7 +154,7 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
         /* client gone: nothing left to relay to */
         f->req = NULL;
         f->swallow = true;
-        mx_ureq_cancel(f->ureq);
+        mx_upcall_cancel(f->call);
         fwd_free(f);
     }
 }
@@ -176,7 +177,7 @@ static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
     if (rc == MX_EAGAIN)
         return MX_EAGAIN; /* slow client: pause the upstream transfer until drained */
     if (rc) {
-        mx_ureq_cancel(f->ureq);
+        mx_upcall_cancel(f->call);
         fwd_free(f);
         return MX_EAGAIN;
     }
@@ -206,24 +207,30 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         fwd_free(f);
         return;
     }
-    mx_upstream_note(f->up,
-                     err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT : MX_UPSTREAM_EV_UNREACHABLE);
-    if (err == MX_ETIMEDOUT)
-        snprintf(msg, sizeof(msg), "upstream '%s' did not answer in time", f->up->cfg->name);
-    else if (info->body_sent)
+    /* upcall.c noted the failure in the upstream's state */
+    int code, status = 502;
+    if (info->wake_timeout) {
+        snprintf(msg, sizeof(msg), "upstream '%s' did not wake within %lld s", f->up->cfg->name,
+                 (long long)(f->up->cfg->wake_timeout_ms / 1000));
+        code = MX_RPC_UPSTREAM_UNAVAILABLE;
+    } else if (err == MX_ETIMEDOUT) {
+        snprintf(msg, sizeof(msg), "upstream '%s' timed out after %lld s", f->up->cfg->name,
+                 (long long)(f->up->cfg->request_timeout_ms / 1000));
+        code = MX_RPC_UPSTREAM_TIMEOUT;
+        status = 504;
+    } else if (info->body_sent) {
         snprintf(msg, sizeof(msg),
                  "upstream '%s' closed the connection after the request was sent; "
-                 "its outcome is unknown",
+                 "its outcome is unknown, so it was not repeated",
                  f->up->cfg->name);
-    else
+        code = MX_RPC_OUTCOME_UNKNOWN;
+    } else {
         snprintf(msg, sizeof(msg), "upstream '%s' is unreachable (%s)", f->up->cfg->name,
                  mx_strerror(err));
+        code = MX_RPC_UPSTREAM_UNAVAILABLE;
+    }
     mx_log_warn("forward", "%s", msg);
-    answer_error(f, err == MX_ETIMEDOUT ? 504 : 502,
-                 err == MX_ETIMEDOUT ? MX_RPC_UPSTREAM_TIMEOUT
-                 : info->body_sent   ? MX_RPC_OUTCOME_UNKNOWN
-                                     : MX_RPC_UPSTREAM_UNAVAILABLE,
-                 msg);
+    answer_error(f, status, code, msg);
     fwd_free(f);
 }
 
@@ -231,7 +238,7 @@ static void on_client_drain(struct mx_req *req, void *data)
 {
     struct fwd *f = data;
     (void)req;
-    mx_ureq_resume(f->ureq);
+    mx_upcall_resume(f->call);
 }
 
 static void on_client_abort(struct mx_req *req, void *data)
@@ -239,11 +246,11 @@ static void on_client_abort(struct mx_req *req, void *data)
     struct fwd *f = data;
     (void)req;
     mx_log_debug("forward", "up:%s client went away; cancelling", f->up->cfg->name);
-    mx_ureq_cancel(f->ureq);
+    mx_upcall_cancel(f->call);
     fwd_free(f);
 }
 
-static const struct mx_ureq_cbs cbs = {on_head, on_data, on_done};
+static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, NULL};
 
 void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
 {
@@ -308,7 +315,7 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     o.connect_timeout_ms = 10000;
     o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
 
-    int rc = mx_ureq_start(gw->uclient, &o, &cbs, f, &f->ureq);
+    int rc = mx_upcall_start(gw->loop, gw->uclient, up, &o, &cbs, f, &f->call);
     mx_secret_wipe_free(auth);
     for (size_t i = 0; i < n - (auth ? 1 : 0); i++)
         free(owned[i]);

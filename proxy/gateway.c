@@ -162,6 +162,8 @@ void mx_gateway_free(struct mx_gateway *gw)
     if (gw == NULL)
         return;
     mx_httpd_free(gw->httpd);
+    for (size_t i = 0; i < gw->upstream_cnt; i++)
+        mx_upstream_clear(&gw->upstreams[i]);
     mx_uclient_free(gw->uclient);
     mx_trace_close(gw->trace);
     free(gw->upstreams);

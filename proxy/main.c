@@ -9,6 +9,7 @@ static const struct mx_cmd cmds[] = {
     {"serve", "run the gateway in the foreground", mx_cmd_serve},
     {"check", "validate the config and its secret references", mx_cmd_check},
     {"vault", "set, list or remove vault secrets", mx_cmd_vault},
+    {"certs", "make or show the local CA and localhost certificate", mx_cmd_certs},
 };
 
 static void usage(FILE *f)

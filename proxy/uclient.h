@@ -32,7 +32,8 @@ struct mx_ureq_info {
     double appconnect_s;
     double starttransfer_s;
     double total_s;
-    bool reused; /* the connection was reused */
+    bool reused;       /* the connection was reused */
+    bool wake_timeout; /* set by upcall.c: the upstream did not wake in time */
 };
 
 struct mx_ureq_cbs {

@@ -7,8 +7,11 @@
 #ifndef MX_UPSTREAM_H
 #define MX_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+#include <ev.h>
 
 #include "model.h"
 
@@ -36,9 +39,22 @@ struct mx_upstream {
     time_t since; /* wall clock of the last change */
     uint64_t requests;
     uint64_t failures;
+
+    /* wake-on-use and concurrency (upcall.c owns these) */
+    struct mx_upcall *q_head; /* calls waiting for a wake or a free slot */
+    struct mx_upcall *q_tail;
+    struct mx_upcall *probe; /* the one call retrying while the upstream wakes */
+    struct mx_wake_hook *hook;
+    bool hook_started; /* in the current wake */
+    size_t inflight;   /* calls holding a concurrency slot */
+    uint64_t wakes;    /* wakes started */
+    ev_tstamp waking_since;
+    ev_tstamp last_activity; /* last answer from the upstream */
 };
 
 void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg);
+/* Cancel what is still waiting (at shutdown); accepts an idle upstream. */
+void mx_upstream_clear(struct mx_upstream *u);
 const char *mx_upstream_state_name(enum mx_upstream_state s);
 /* Apply |ev| to the state machine (and counters). */
 void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev);

@@ -105,8 +105,8 @@ static int set_int(struct mx_sim_settings *set, const struct setting *s, int64_t
     return 0;
 }
 
-static int set_mode(struct mx_sim_settings *set, const struct setting *s, const char *v,
-                    char *err, size_t errcap)
+static int set_mode(struct mx_sim_settings *set, const struct setting *s, const char *v, char *err,
+                    size_t errcap)
 {
     for (size_t i = 0; v && i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
         if (strcmp(v, mode_names[i]) == 0) {
@@ -125,7 +125,7 @@ int mx_sim_setting_parse(struct mx_sim_settings *set, const char *name, const ch
     int64_t v;
     if (s == NULL) {
         snprintf(err, errcap, "unknown setting '%s'", name);
-        return MX_EINVAL;
+        return MX_ENOTFOUND;
     }
     switch (s->type) {
     case SET_INT:
@@ -187,7 +187,7 @@ static json_t *stats_json(const struct mx_sim *sim)
 {
     const struct mx_sim_stats *st = &sim->stats;
     json_t *status = json_object(), *methods = json_object(), *tools = json_object();
-    char key[8];
+    char key[16];
 
     for (int i = 0; i < 600; i++) {
         if (st->status[i] == 0)
@@ -201,21 +201,19 @@ static json_t *stats_json(const struct mx_sim *sim)
     for (int t = 0; t < MX_SIM_T_CNT; t++)
         json_object_set_new(tools, mx_sim_tool_name((enum mx_sim_tool)t),
                             json_integer((json_int_t)st->tools[t]));
-    return json_pack("{s:s,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-                     "s:{s:I,s:I,s:I,s:I},s:I,s:I}",
-                     "name", sim->name, "state", mx_sim_state_name(sim->state), "paused",
-                     sim->state == MX_SIM_PAUSED, "requests", (json_int_t)st->requests,
-                     "control_requests", (json_int_t)st->control_requests, "status", status,
-                     "methods", methods, "tools", tools, "wakes", (json_int_t)st->wakes,
-                     "wake_requests", (json_int_t)st->wake_requests, "held",
-                     (json_int_t)st->held, "refused", (json_int_t)st->refused, "injected_errors",
-                     (json_int_t)st->injected, "dropped", (json_int_t)st->dropped, "cancelled",
-                     (json_int_t)st->cancelled, "unauthorized", (json_int_t)st->unauthorized,
-                     "sessions", "alive", (json_int_t)sim->session_cnt, "created",
-                     (json_int_t)st->sessions_created, "expired",
-                     (json_int_t)st->sessions_expired, "deleted",
-                     (json_int_t)st->sessions_deleted, "streams", (json_int_t)sim->busy,
-                     "held_now", (json_int_t)sim->held_cnt);
+    return json_pack(
+        "{s:s,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:{s:I,s:I,s:I,s:I},s:I,s:I}",
+        "name", sim->name, "state", mx_sim_state_name(sim->state), "paused",
+        sim->state == MX_SIM_PAUSED, "requests", (json_int_t)st->requests, "control_requests",
+        (json_int_t)st->control_requests, "status", status, "methods", methods, "tools", tools,
+        "wakes", (json_int_t)st->wakes, "wake_requests", (json_int_t)st->wake_requests, "held",
+        (json_int_t)st->held, "refused", (json_int_t)st->refused, "injected_errors",
+        (json_int_t)st->injected, "dropped", (json_int_t)st->dropped, "cancelled",
+        (json_int_t)st->cancelled, "unauthorized", (json_int_t)st->unauthorized, "sessions",
+        "alive", (json_int_t)sim->session_cnt, "created", (json_int_t)st->sessions_created,
+        "expired", (json_int_t)st->sessions_expired, "deleted", (json_int_t)st->sessions_deleted,
+        "streams", (json_int_t)sim->busy, "held_now", (json_int_t)sim->held_cnt);
 }
 
 /* ---- /__control ---- */
@@ -235,7 +233,7 @@ static json_t *state_body(const struct mx_sim *sim)
 static bool action_known(const char *a)
 {
     static const char *const actions[] = {
-        "pause",     "wake",    "expire_sessions", "drop_next", "drop_next_before_response",
+        "pause",       "wake", "expire_sessions", "drop_next", "drop_next_before_response",
         "reset_stats", NULL,
     };
     for (size_t i = 0; a && actions[i]; i++) {
@@ -277,8 +275,7 @@ static void control(struct mx_sim *sim, struct mx_req *req)
     bool reseed = false;
 
     if (!json_is_object(in)) {
-        mx_sim_respond(sim, req, 400, NULL, 0, error_body("body must be a JSON object"),
-                       "control");
+        mx_sim_respond(sim, req, 400, NULL, 0, error_body("body must be a JSON object"), "control");
         json_decref(in);
         return;
     }

@@ -87,7 +87,9 @@ static void wake_cb(struct ev_loop *loop, ev_timer *w, int revents)
         sim->held_cnt--;
         free(h);
         mx_req_set_handler(req, NULL, NULL, NULL);
+        sim->releasing = req;
         mx_sim_serve_mcp(sim, req);
+        sim->releasing = NULL;
     }
 }
 

@@ -113,9 +113,14 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             }
         } else {
             flag_to_setting(flag + 2, key, sizeof(key));
-            if (mx_sim_setting_parse(set, key, val, err, sizeof(err))) {
+            int rc = mx_sim_setting_parse(set, key, val, err, sizeof(err));
+            if (rc == MX_ENOTFOUND) {
+                fprintf(stderr, "sandbox-sim: unknown option %s\n", flag);
+                return rc;
+            }
+            if (rc) {
                 fprintf(stderr, "sandbox-sim: %s: %s\n", flag, err);
-                return MX_EINVAL;
+                return rc;
             }
         }
     }
@@ -189,7 +194,7 @@ int main(int argc, char **argv)
     memset(&sim, 0, sizeof(sim));
     mx_sim_settings_default(&sim.set);
     if (parse_cli(argc, argv, &cli, &sim.set)) {
-        usage(stderr);
+        fprintf(stderr, "sandbox-sim --help lists the options\n");
         return 2;
     }
     if (cli.log_level) {
@@ -223,8 +228,8 @@ int main(int argc, char **argv)
         goto out;
     {
         const char *colon = strrchr(cli.listen, ':');
-        mx_log_info("sim", "listening on http://%.*s:%d/mcp", (int)(colon - cli.listen),
-                    cli.listen, port);
+        mx_log_info("sim", "listening on http://%.*s:%d/mcp", (int)(colon - cli.listen), cli.listen,
+                    port);
     }
     mx_log_info("sim", "name %s, auth %s, pause after %lld ms (%s)", sim.name,
                 sim.auth_mode == MX_SIM_AUTH_BEARER   ? "bearer"

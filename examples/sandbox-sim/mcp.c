@@ -143,13 +143,14 @@ static json_t *tools_list(void)
                                    "maximum", MX_SIM_SLOW_MAX_INTERVAL, "default", 100),
                          json_array())));
     json_array_append_new(
-        tools, json_pack("{s:s,s:s,s:s,s:o}", "name", "get-env", "title", "Get environment variable",
-                         "description",
-                         "Returns the value of an environment variable of the server process, "
-                         "or (unset).",
-                         "inputSchema",
-                         schema(json_pack("{s:{s:s,s:i}}", "name", "type", "string", "minLength", 1),
-                                json_pack("[s]", "name"))));
+        tools,
+        json_pack("{s:s,s:s,s:s,s:o}", "name", "get-env", "title", "Get environment variable",
+                  "description",
+                  "Returns the value of an environment variable of the server process, "
+                  "or (unset).",
+                  "inputSchema",
+                  schema(json_pack("{s:{s:s,s:i}}", "name", "type", "string", "minLength", 1),
+                         json_pack("[s]", "name"))));
     json_array_append_new(tools, json_pack("{s:s,s:s,s:s,s:o}", "name", "whoami", "title",
                                            "Who am I", "description",
                                            "Returns this server's name, to tell upstreams apart.",
@@ -308,8 +309,8 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
         const char *m = json_string_value(json_object_get(args, "message"));
         out->result = check_args(args, allowed);
         if (out->result == NULL)
-            out->result =
-                m ? mx_sim_text_result(m, false) : tool_error("argument 'message' must be a string");
+            out->result = m ? mx_sim_text_result(m, false)
+                            : tool_error("argument 'message' must be a string");
         break;
     }
     case MX_SIM_T_ADD:
@@ -391,8 +392,8 @@ static void resources_read(const struct mx_sim_mcp_ctx *ctx, json_t *params,
         set_error(out, MX_SIM_RPC_INTERNAL, "out of memory", NULL);
         return;
     }
-    out->result = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType", mime,
-                            "text", text);
+    out->result =
+        json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType", mime, "text", text);
     free(text);
 }
 
@@ -400,8 +401,8 @@ static json_t *initialize_result(const struct mx_sim_mcp_ctx *ctx)
 {
     return json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b}},s:{s:s,s:s},s:s}", "protocolVersion",
                      ctx->revision, "capabilities", "tools", "listChanged", 0, "prompts",
-                     "listChanged", 0, "resources", "subscribe", 0, "listChanged", 0,
-                     "serverInfo", "name", ctx->name, "version", MX_VERSION, "instructions",
+                     "listChanged", 0, "resources", "subscribe", 0, "listChanged", 0, "serverInfo",
+                     "name", ctx->name, "version", MX_VERSION, "instructions",
                      "A simulated sandboxed MCP server for testing gateways.");
 }
 

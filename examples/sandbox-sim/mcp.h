@@ -73,8 +73,8 @@ struct mx_sim_reply {
     json_t *result; /* owned */
     int err_code;
     char err_msg[200];
-    json_t *err_data;    /* owned, may be NULL */
-    int tool;            /* enum mx_sim_tool called, or -1 */
+    json_t *err_data; /* owned, may be NULL */
+    int tool;         /* enum mx_sim_tool called, or -1 */
     bool deferred;
     int64_t steps;
     int64_t interval_ms;
@@ -99,8 +99,8 @@ void mx_sim_reply_clear(struct mx_sim_reply *r);
 json_t *mx_sim_text_result(const char *text, bool is_error);
 
 /* JSON-RPC envelopes; |id| is borrowed (NULL or absent: no id member). */
-json_t *mx_sim_rpc_result(json_t *id, json_t *result); /* steals |result| */
+json_t *mx_sim_rpc_result(json_t *id, json_t *result);                         /* steals |result| */
 json_t *mx_sim_rpc_error(json_t *id, int code, const char *msg, json_t *data); /* steals |data| */
-json_t *mx_sim_rpc_notification(const char *method, json_t *params); /* steals |params| */
+json_t *mx_sim_rpc_notification(const char *method, json_t *params);           /* steals |params| */
 
 #endif

@@ -40,16 +40,17 @@ static void log_path(struct mx_str path, char *out, size_t cap)
 void mx_sim_log_req(struct mx_sim *sim, const struct mx_req *req, int status, const char *what)
 {
     struct mx_str m = mx_req_method(req);
+    const char *held = req == sim->releasing ? " (was held)" : "";
     char path[72];
     if (is_mcp_path(req) && status >= 100 && status < 600)
         sim->stats.status[status]++;
     log_path(mx_req_path(req), path, sizeof(path));
     if (status)
-        mx_log_info("sim", "req#%lu %.*s %s%s%s -> %d", mx_req_id(req), (int)m.len, m.p, path,
-                    what ? " " : "", what ? what : "", status);
+        mx_log_info("sim", "req#%lu %.*s %s%s%s%s -> %d", mx_req_id(req), (int)m.len, m.p, path,
+                    what ? " " : "", what ? what : "", held, status);
     else
-        mx_log_info("sim", "req#%lu %.*s %s%s%s -> no answer", mx_req_id(req), (int)m.len, m.p,
-                    path, what ? " " : "", what ? what : "");
+        mx_log_info("sim", "req#%lu %.*s %s%s%s%s -> no answer", mx_req_id(req), (int)m.len, m.p,
+                    path, what ? " " : "", what ? what : "", held);
 }
 
 void mx_sim_respond(struct mx_sim *sim, struct mx_req *req, int status,
@@ -251,6 +252,7 @@ static void post_mcp(struct mx_sim *sim, struct mx_req *req)
         json_decref(msg);
         return;
     }
+    /* Every revision the sim speaks uses sessions; revision checks are rev.c's. */
     session_post(sim, req, msg);
     json_decref(msg);
 }
@@ -265,8 +267,7 @@ static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
         return;
     }
     if (s == NULL) {
-        rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found",
-                 "unknown session");
+        rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found", "unknown session");
         return;
     }
     mx_sim_session_delete(sim, s);
@@ -307,7 +308,8 @@ static void on_request(struct mx_req *req, void *data)
     if (mcp)
         sim->stats.requests++;
     if (!auth_ok(sim, req)) {
-        static const struct mx_hdr_out www[] = {{"WWW-Authenticate", "Bearer realm=\"sandbox-sim\""}};
+        static const struct mx_hdr_out www[] = {
+            {"WWW-Authenticate", "Bearer realm=\"sandbox-sim\""}};
         sim->stats.unauthorized++;
         mx_sim_respond(sim, req, 401, www, sim->auth_mode == MX_SIM_AUTH_BEARER ? 1 : 0,
                        json_pack("{s:s,s:s}", "error", "unauthorized", "message",
@@ -338,7 +340,7 @@ static void on_request(struct mx_req *req, void *data)
         mx_sim_respond(sim, req, (int)sim->set.refuse_status, NULL, 0,
                        json_pack("{s:s,s:s}", "error", "paused", "message",
                                  "sandbox is paused; POST /__wake to resume"),
-                       "refused (paused)");
+                       sim->state == MX_SIM_WAKING ? "refused (waking)" : "refused (paused)");
         break;
     }
 }

@@ -27,7 +27,7 @@
 #include "req.h"
 
 #define MX_SIM_MAX_SESSIONS 1024
-#define MX_SIM_MAX_BODY     (1024 * 1024)
+#define MX_SIM_MAX_BODY     ((size_t)1024 * 1024)
 #define MX_SIM_SESSION_ID   33 /* 128 bits as hex, and a NUL */
 
 enum mx_sim_pause_mode {
@@ -114,7 +114,8 @@ struct mx_sim {
     struct mx_sim_held *held_head;
     struct mx_sim_held *held_tail;
     size_t held_cnt;
-    size_t busy; /* streams in flight; the sim does not pause under them */
+    const struct mx_req *releasing; /* the held request being served now, for its log line */
+    size_t busy;                    /* streams in flight; the sim does not pause under them */
     uint64_t rng;
 
     int64_t drop_after_events; /* next SSE response is dropped after this many; -1: off */
@@ -152,7 +153,8 @@ size_t mx_sim_session_expire_all(struct mx_sim *sim);
 /* ---- fault.c ---- */
 
 void mx_sim_fault_init(struct mx_sim *sim);
-/* Stop timers; held requests must already be gone (mx_httpd_free aborts them). */
+/* Stop timers and reset requests still held (none left once mx_httpd_free
+ * has closed the connections, which aborts them). */
 void mx_sim_fault_clear(struct mx_sim *sim);
 /* Decide what happens to a /mcp request now; counts activity and may start a wake. */
 enum mx_sim_gate mx_sim_fault_gate(struct mx_sim *sim);
@@ -190,7 +192,8 @@ void mx_sim_stream_clear(struct mx_sim *sim);
 /* ---- control.c ---- */
 
 void mx_sim_settings_default(struct mx_sim_settings *set);
-/* Set setting |name| ("pause_after_ms") from the text |value|; 0 or MX_EINVAL with |err|. */
+/* Set setting |name| ("pause_after_ms") from the text |value|. Returns 0,
+ * MX_ENOTFOUND (no such setting) or MX_EINVAL (bad value), with |err|. */
 int mx_sim_setting_parse(struct mx_sim_settings *set, const char *name, const char *value,
                          char *err, size_t errcap);
 /* The settings in effect and the armed drops, as a new JSON object. */

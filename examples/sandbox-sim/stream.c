@@ -19,6 +19,9 @@
 #include "log.h"
 #include "sim.h"
 
+/* How long a dropped stream waits after its last event before the reset. */
+#define DROP_DELAY_S 0.02
+
 struct mx_sim_call {
     struct mx_sim_call *prev;
     struct mx_sim_call *next;
@@ -34,6 +37,7 @@ struct mx_sim_call {
     int64_t drop_after; /* reset the connection after this many events; -1: never */
     int refs;
     bool linked;
+    bool dropping; /* no more events; the reset is due */
 };
 
 static void unref(struct mx_sim_call *c)
@@ -77,14 +81,37 @@ static void on_abort(struct mx_req *req, void *data)
 static void drop(struct mx_sim_call *c)
 {
     struct mx_req *req = c->req;
-    mx_log_info("sim", "req#%lu: dropping the connection after %lld events (drop switch)",
+    mx_log_info("sim", "req#%lu: resetting the response after %lld events (drop switch)",
                 mx_req_id(req), (long long)c->events);
     c->sim->stats.dropped++;
     finish(c);
     mx_req_reset(req);
 }
 
-/* Write |msg| (stolen) as one SSE event. Returns false when the call ended. */
+static void drop_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_sim_call *c = mx_container_of(w, struct mx_sim_call, timer);
+    (void)loop;
+    (void)revents;
+    drop(c);
+}
+
+/*
+ * Reset a moment after the last event instead of at once: HTTP/2 queues
+ * response data in the session and a RST_STREAM would overtake it, so the
+ * client would see fewer events than the switch promises.
+ */
+static void schedule_drop(struct mx_sim_call *c)
+{
+    c->dropping = true;
+    ev_timer_stop(c->sim->loop, &c->timer);
+    ev_set_cb(&c->timer, drop_cb);
+    ev_timer_set(&c->timer, DROP_DELAY_S, 0.0);
+    ev_timer_start(c->sim->loop, &c->timer);
+}
+
+/* Write |msg| (stolen) as one SSE event. Returns false when the call ended
+ * or a drop is due: the caller must not touch |c| then. */
 static bool emit(struct mx_sim_call *c, json_t *msg)
 {
     char *data = json_dumps(msg, JSON_COMPACT);
@@ -103,9 +130,9 @@ static bool emit(struct mx_sim_call *c, json_t *msg)
     if (c->req) {
         c->events++;
         if (c->drop_after >= 0 && c->events >= c->drop_after)
-            drop(c);
+            schedule_drop(c);
     }
-    alive = c->req != NULL;
+    alive = c->req != NULL && !c->dropping;
     unref(c);
     return alive;
 }
@@ -131,9 +158,9 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     c->step++;
     if (c->token) {
         snprintf(msg, sizeof(msg), "step %lld of %lld", (long long)c->step, (long long)c->steps);
-        json_t *params = json_pack("{s:O,s:I,s:I,s:s}", "progressToken", c->token, "progress",
-                                   (json_int_t)c->step, "total", (json_int_t)c->steps, "message",
-                                   msg);
+        json_t *params =
+            json_pack("{s:O,s:I,s:I,s:s}", "progressToken", c->token, "progress",
+                      (json_int_t)c->step, "total", (json_int_t)c->steps, "message", msg);
         if (!emit(c, mx_sim_rpc_notification("notifications/progress", params)))
             return;
     }
@@ -177,15 +204,16 @@ void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, con
     mx_sim_fault_busy(sim, +1);
     ev_timer_init(&c->timer, tick_cb, interval, interval);
 
-    mx_sim_log_req(sim, req, 200, c->drop_after >= 0 ? "tools/call slow (sse, drop armed)"
-                                                      : "tools/call slow (sse)");
+    mx_sim_log_req(sim, req, 200,
+                   c->drop_after >= 0 ? "tools/call slow (sse, drop armed)"
+                                      : "tools/call slow (sse)");
     mx_req_set_handler(req, NULL, on_abort, c);
     rc = mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
     if (c->req && rc)
         finish(c);
     if (c->req && c->drop_after == 0)
-        drop(c);
-    if (c->req) {
+        schedule_drop(c);
+    if (c->req && !c->dropping) {
         if (c->steps == 0)
             complete(c);
         else

@@ -24,6 +24,8 @@
 #include "model.h"
 #include "model_int.h"
 #include "rand.h"
+#include "secret_int.h"
+#include "toml.h"
 
 static char tmp_dir[64];
 
@@ -414,7 +416,8 @@ static const struct err_case err_cases[] = {
     {"int as string", "[listen]\nmax_body = \"4M\"\n", 2, 12,
      "'max_body' must be an integer, not a string"},
     {"string as int", "[proxy]\nvault = 1\n", 2, 9, "'vault' must be a string, not an integer"},
-    {"array as string", SRV "command = \"node\"\n", 2, 11, "'command' must be an array, not a string"},
+    {"array as string", SRV "command = \"node\"\n", 2, 11,
+     "'command' must be an array, not a string"},
     {"array of ints", SRV "command = [1]\n", 2, 12, "'command' must be an array of strings"},
     {"string as array", SRV URL "tools = [\"a\"]\nalias = [\"x\"]\n", 4, 9,
      "'alias' must be a string, not an array"},
@@ -433,7 +436,8 @@ static const struct err_case err_cases[] = {
     {"bad duration unit", SRV URL "keepalive = \"5d\"\n", 3, 13, "is not a duration"},
     {"duration as int", "[proxy]\nwake_timeout = 60\n", 2, 16,
      "'wake_timeout' must be a duration string such as \"30s\", not an integer"},
-    {"duration too long", "[proxy]\nidle_close = \"25h\"\n", 2, 14, "'idle_close' must be at most 24h"},
+    {"duration too long", "[proxy]\nidle_close = \"25h\"\n", 2, 14,
+     "'idle_close' must be at most 24h"},
     {"zero timeout", "[listen]\nheader_timeout = \"0s\"\n", 2, 18, "must be more than 0"},
     {"name_budget low", "[proxy]\nname_budget = 7\n", 2, 15, "between 8 and 128"},
     {"name_budget high", "[proxy]\nname_budget = 129\n", 2, 15, "between 8 and 128"},
@@ -479,7 +483,8 @@ static const struct err_case err_cases[] = {
      "'auth' applies to url servers"},
     {"secret on stdio", SRV "command = [\"x\"]\nsecret = \"env:X\"\n", 3, 10,
      "'secret' applies to url servers"},
-    {"auth without secret", SRV URL "auth = \"bearer\"\n", 3, 8, "auth = \"bearer\" needs a 'secret'"},
+    {"auth without secret", SRV URL "auth = \"bearer\"\n", 3, 8,
+     "auth = \"bearer\" needs a 'secret'"},
     {"cookie without secret", SRV URL "auth = \"cookie:s\"\n", 3, 8, "needs a 'secret'"},
     {"secret with auth none", SRV URL "auth = \"none\"\nsecret = \"env:X\"\n", 4, 1,
      "'secret' is set but auth = \"none\""},
@@ -490,11 +495,13 @@ static const struct err_case err_cases[] = {
     {"empty header name", SRV URL "auth = \"header:\"\n", 3, 8, "not a valid header name"},
     {"reserved header", SRV URL "auth = \"header:Host\"\nsecret = \"env:X\"\n", 3, 8,
      "mcplex sets the Host header itself"},
-    {"bad secret ref", SRV URL "secret = \"password\"\n", 3, 10, "unknown kind of secret reference"},
+    {"bad secret ref", SRV URL "secret = \"password\"\n", 3, 10,
+     "unknown kind of secret reference"},
     {"bad vault name", SRV URL "secret = \"vault:a/b\"\n", 3, 10, "vault: needs an entry name"},
     {"bad env ref", SRV URL "secret = \"env:1X\"\n", 3, 10, "env: needs a variable name"},
     {"empty cmd ref", SRV URL "secret = \"cmd: \"\n", 3, 10, "cmd: needs a command"},
-    {"env on url server", SRV URL "env = [\"A\"]\n", 3, 1, "'env' applies only to 'command' servers"},
+    {"env on url server", SRV URL "env = [\"A\"]\n", 3, 1,
+     "'env' applies only to 'command' servers"},
     {"cwd on url server", SRV URL "cwd = \"/\"\n", 3, 1, "'cwd' applies only"},
     {"bad env name", SRV "command = [\"x\"]\nenv = [\"OK\", \"1A\"]\n", 3, 14, "must be NAME or"},
     {"bad env ref in env", SRV "command = [\"x\"]\nenv = [\"A=B\"]\n", 3, 8,
@@ -713,6 +720,62 @@ static int run_cmd(int (*fn)(int, char **), char *out, size_t out_cap, ...)
     return status;
 }
 
+/* The keys of the merged /mcp endpoint: filters per server, paging, fan-out. */
+static void test_model_aggregate_keys(void **state)
+{
+    (void)state;
+    struct mx_config *cfg = parse_ok("[proxy]\n"
+                                     "page_size = 7\n"
+                                     "fanout_timeout = \"1500ms\"\n"
+                                     "[servers.a]\n"
+                                     "url = \"http://127.0.0.1:1/mcp\"\n"
+                                     "tools_deny = [\"*_secret\", \"rm\"]\n"
+                                     "prompts = [\"greet*\"]\n"
+                                     "prompts_deny = [\"greet_admin\"]\n"
+                                     "[servers.b]\n"
+                                     "url = \"http://127.0.0.1:2/mcp\"\n");
+    assert_int_equal(cfg->proxy.page_size, 7);
+    assert_int_equal(cfg->proxy.fanout_timeout_ms, 1500);
+    const struct mx_server_cfg *a = &cfg->servers[0];
+    assert_int_equal(a->tools_deny.cnt, 2);
+    assert_string_equal(a->tools_deny.v[1], "rm");
+    assert_int_equal(a->prompts.cnt, 1);
+    assert_string_equal(a->prompts.v[0], "greet*");
+    assert_int_equal(a->prompts_deny.cnt, 1);
+    const struct mx_server_cfg *b = &cfg->servers[1];
+    assert_int_equal(b->tools_deny.cnt, 0);
+    assert_int_equal(b->prompts.cnt, 0);
+    mx_config_free(cfg);
+
+    cfg = parse_ok("[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n");
+    assert_int_equal(cfg->proxy.page_size, 100);
+    assert_int_equal(cfg->proxy.fanout_timeout_ms, 3000);
+    mx_config_free(cfg);
+
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        {"[proxy]\npage_size = 0\n", "between 1 and 10000"},
+        {"[proxy]\npage_size = 10001\n", "between 1 and 10000"},
+        {"[proxy]\nfanout_timeout = 3\n", "duration"},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nprompts = [\"a b\"]\n",
+         "non-empty without spaces"},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\ntools_deny = [\"\"]\n",
+         "non-empty without spaces"},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nprompts_deny = \"x\"\n", "array"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct mx_diag d;
+        memset(&d, 0, sizeof(d));
+        assert_int_equal(mx_config_parse("t.toml", bad[i].text, strlen(bad[i].text), &cfg, &d),
+                         MX_EINVAL);
+        assert_null(cfg);
+        if (strstr(d.msg, bad[i].why) == NULL)
+            fail_msg("%s: got \"%s\"", bad[i].text, d.msg);
+    }
+}
+
 static void test_model_check_command(void **state)
 {
     char out[8192], canary[33], text[1024];
@@ -752,26 +815,34 @@ static void test_model_check_command(void **state)
     assert_non_null(strstr(out, "usage: mcplex check"));
     assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "--bogus", NULL), 2);
     assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", NULL), 2);
-    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check",
-                             "--config=/nonexistent/mcplex.toml", NULL),
-                     1);
+    assert_int_equal(
+        run_cmd(mx_cmd_check, out, sizeof(out), "check", "--config=/nonexistent/mcplex.toml", NULL),
+        1);
     assert_non_null(strstr(out, "/nonexistent/mcplex.toml: cannot read config"));
+}
+
+static int no_leaks(void **state)
+{
+    (void)state;
+    return mx_config_live_cnt() == 0 && mx_secret_live_cnt() == 0 && mx_toml_live_cnt() == 0 ? 0
+                                                                                             : -1;
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_design_example),
-        cmocka_unit_test(test_model_defaults),
-        cmocka_unit_test(test_model_server_defaults),
-        cmocka_unit_test(test_model_every_key),
-        cmocka_unit_test(test_model_servers_table_and_remote),
-        cmocka_unit_test(test_model_errors_have_positions),
-        cmocka_unit_test(test_model_path_expand),
-        cmocka_unit_test(test_model_find),
-        cmocka_unit_test(test_model_load),
-        cmocka_unit_test(test_model_resolve_secrets),
-        cmocka_unit_test(test_model_check_command),
+        cmocka_unit_test_teardown(test_model_design_example, no_leaks),
+        cmocka_unit_test_teardown(test_model_defaults, no_leaks),
+        cmocka_unit_test_teardown(test_model_server_defaults, no_leaks),
+        cmocka_unit_test_teardown(test_model_every_key, no_leaks),
+        cmocka_unit_test_teardown(test_model_servers_table_and_remote, no_leaks),
+        cmocka_unit_test_teardown(test_model_errors_have_positions, no_leaks),
+        cmocka_unit_test_teardown(test_model_path_expand, no_leaks),
+        cmocka_unit_test_teardown(test_model_find, no_leaks),
+        cmocka_unit_test_teardown(test_model_load, no_leaks),
+        cmocka_unit_test_teardown(test_model_resolve_secrets, no_leaks),
+        cmocka_unit_test_teardown(test_model_aggregate_keys, no_leaks),
+        cmocka_unit_test_teardown(test_model_check_command, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,6 +22,7 @@
 #include "err.h"
 #include "rand.h"
 #include "secret.h"
+#include "secret_int.h"
 #include "vault.h"
 
 static char tmp_dir[64];
@@ -118,7 +119,8 @@ static void test_secret_env(void **state)
     setenv("MX_S_ENV", v, 1);
     expect_canary("env:MX_S_ENV");
     unsetenv("MX_S_UNSET");
-    resolve("env:MX_S_UNSET", MX_ENOTFOUND, "env:MX_S_UNSET: environment variable MX_S_UNSET is not set");
+    resolve("env:MX_S_UNSET", MX_ENOTFOUND,
+            "env:MX_S_UNSET: environment variable MX_S_UNSET is not set");
     setenv("MX_S_EMPTY", "", 1);
     resolve("env:MX_S_EMPTY", MX_EINVAL, "environment variable MX_S_EMPTY is empty");
     snprintf(v, sizeof(v), "a\n%s", canary);
@@ -255,7 +257,8 @@ static void test_secret_vault(void **state)
     resolve("vault:other", MX_ENOTFOUND, "vault:other: ");
     resolve("vault:other", MX_ENOTFOUND, "no entry 'other' in the vault");
     chmod(tmp_path("vault").s, 0640);
-    resolve("vault:tok", MX_EPERM, "vault is readable by group or others (mode 0640); chmod 600 it");
+    resolve("vault:tok", MX_EPERM,
+            "vault is readable by group or others (mode 0640); chmod 600 it");
     chmod(tmp_path("vault").s, 0600);
 }
 
@@ -343,19 +346,25 @@ static void test_secret_equal(void **state)
     mx_secret_free(NULL);
 }
 
+static int no_leaks(void **state)
+{
+    (void)state;
+    return mx_secret_live_cnt() == 0 ? 0 : -1;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_secret_env),
-        cmocka_unit_test(test_secret_file),
-        cmocka_unit_test(test_secret_file_refused_when_open_to_others),
-        cmocka_unit_test(test_secret_cmd),
-        cmocka_unit_test(test_secret_cmd_timeout),
-        cmocka_unit_test(test_secret_vault),
-        cmocka_unit_test(test_secret_bad_references),
-        cmocka_unit_test(test_secret_header_new),
-        cmocka_unit_test(test_secret_redact),
-        cmocka_unit_test(test_secret_equal),
+        cmocka_unit_test_teardown(test_secret_env, no_leaks),
+        cmocka_unit_test_teardown(test_secret_file, no_leaks),
+        cmocka_unit_test_teardown(test_secret_file_refused_when_open_to_others, no_leaks),
+        cmocka_unit_test_teardown(test_secret_cmd, no_leaks),
+        cmocka_unit_test_teardown(test_secret_cmd_timeout, no_leaks),
+        cmocka_unit_test_teardown(test_secret_vault, no_leaks),
+        cmocka_unit_test_teardown(test_secret_bad_references, no_leaks),
+        cmocka_unit_test_teardown(test_secret_header_new, no_leaks),
+        cmocka_unit_test_teardown(test_secret_redact, no_leaks),
+        cmocka_unit_test_teardown(test_secret_equal, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -87,7 +87,8 @@ static const struct err_case err_cases[] = {
     {"lone CR after value", "a = 1\rb = 2\n", 1, 6, "unexpected carriage return after value"},
     {"lone CR at line start", "\rb = 2\n", 1, 1, "carriage return without a line feed"},
     /* arrays */
-    {"mixed array", "a = [1, \"x\"]\n", 1, 9, "mixed types in array: expected an integer, found a string"},
+    {"mixed array", "a = [1, \"x\"]\n", 1, 9,
+     "mixed types in array: expected an integer, found a string"},
     {"mixed array on later line", "a = [\n  \"x\",\n  2,\n]\n", 3, 3,
      "expected a string, found an integer"},
     {"boolean array", "a = [true]\n", 1, 6, "arrays may hold only strings or integers"},
@@ -101,7 +102,8 @@ static const struct err_case err_cases[] = {
     {"leading comma", "a = [,]\n", 1, 6, "expected a value, found ','"},
     /* tables */
     {"duplicate table", "[x]\na = 1\n[x]\n", 3, 1, "duplicate table [x], first defined at line 1"},
-    {"duplicate dotted table", "[a.b]\n[a.b]\n", 2, 1, "duplicate table [a.b], first defined at line 1"},
+    {"duplicate dotted table", "[a.b]\n[a.b]\n", 2, 1,
+     "duplicate table [a.b], first defined at line 1"},
     {"table over value", "a = 1\n[a.b]\n", 2, 2, "'a' is already defined as a value at line 1"},
     {"space in table name", "[a b]\n", 1, 4, "expected '.' or ']' in table header, found 'b'"},
     {"empty table name", "[]\n", 1, 2, "empty table name"},
@@ -256,8 +258,7 @@ static void test_toml_escapes(void **state)
     const struct mx_toml_entry *e = mx_toml_find(t, "s");
     assert_non_null(e);
     assert_int_equal(e->val.type, MX_TOML_STRING);
-    static const char want[] =
-        "q\" b\\ n\n t\t r\r b\b f\f u\xc3\xa9 U\xf0\x9f\x98\x80 raw\ttab";
+    static const char want[] = "q\" b\\ n\n t\t r\r b\b f\f u\xc3\xa9 U\xf0\x9f\x98\x80 raw\ttab";
     assert_int_equal(e->val.str_len, sizeof(want) - 1);
     assert_memory_equal(e->val.str, want, sizeof(want));
     e = mx_toml_find(t, "e");
@@ -398,20 +399,26 @@ static void test_toml_type_names(void **state)
     assert_string_equal(mx_toml_type_name(MX_TOML_TABLE), "a table");
 }
 
+static int no_leaks(void **state)
+{
+    (void)state;
+    return mx_toml_live_cnt() == 0 ? 0 : -1;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_toml_errors_have_positions),
-        cmocka_unit_test(test_toml_nul_byte_is_an_error),
-        cmocka_unit_test(test_toml_input_cap),
-        cmocka_unit_test(test_toml_depth_cap),
-        cmocka_unit_test(test_toml_key_and_item_caps),
-        cmocka_unit_test(test_toml_escapes),
-        cmocka_unit_test(test_toml_integers_and_booleans),
-        cmocka_unit_test(test_toml_multiline_arrays),
-        cmocka_unit_test(test_toml_tables_keep_order_and_positions),
-        cmocka_unit_test(test_toml_empty_and_comment_only),
-        cmocka_unit_test(test_toml_type_names),
+        cmocka_unit_test_teardown(test_toml_errors_have_positions, no_leaks),
+        cmocka_unit_test_teardown(test_toml_nul_byte_is_an_error, no_leaks),
+        cmocka_unit_test_teardown(test_toml_input_cap, no_leaks),
+        cmocka_unit_test_teardown(test_toml_depth_cap, no_leaks),
+        cmocka_unit_test_teardown(test_toml_key_and_item_caps, no_leaks),
+        cmocka_unit_test_teardown(test_toml_escapes, no_leaks),
+        cmocka_unit_test_teardown(test_toml_integers_and_booleans, no_leaks),
+        cmocka_unit_test_teardown(test_toml_multiline_arrays, no_leaks),
+        cmocka_unit_test_teardown(test_toml_tables_keep_order_and_positions, no_leaks),
+        cmocka_unit_test_teardown(test_toml_empty_and_comment_only, no_leaks),
+        cmocka_unit_test_teardown(test_toml_type_names, no_leaks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

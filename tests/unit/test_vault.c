@@ -23,6 +23,7 @@
 #include "err.h"
 #include "rand.h"
 #include "secret.h"
+#include "secret_int.h"
 #include "vault.h"
 
 static char tmp_dir[64];
@@ -52,6 +53,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    if (mx_secret_live_cnt() != 0)
+        return -1;
     return nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -274,8 +277,8 @@ static void test_vault_malformed_file(void **state)
     assert_int_equal(mx_vault_get(vault, "ok", &s, &d), MX_EINVAL);
     assert_int_equal(d.line, 2);
     assert_non_null(strstr(d.msg, "duplicate vault entry 'ok'"));
-    static const char *const bad_b64[] = {"x=YQ=\n", "x=Y===\n", "x=\n", "x=YQ=a\n", "x=Y!==\n",
-                                          "=YQ==\n"};
+    static const char *const bad_b64[] = {"x=YQ=\n",  "x=Y===\n", "x=\n",
+                                          "x=YQ=a\n", "x=Y!==\n", "=YQ==\n"};
     for (size_t i = 0; i < sizeof(bad_b64) / sizeof(bad_b64[0]); i++) {
         write_text(vault, bad_b64[i], 0600);
         assert_int_equal(mx_vault_get(vault, "x", &s, &d), MX_EINVAL);
@@ -371,14 +374,12 @@ static void test_vault_command(void **state)
     (void)state;
     mx_rand_hex(canary, sizeof(canary));
     snprintf(input, sizeof(input), "%s\n", canary);
-    assert_int_equal(run_vault(input, out, sizeof(out), "vault", "--vault", vault, "set", "tok",
-                               NULL),
-                     0);
+    assert_int_equal(
+        run_vault(input, out, sizeof(out), "vault", "--vault", vault, "set", "tok", NULL), 0);
     assert_null(strstr(out, canary));
     get_eq("tok", canary);
-    assert_int_equal(run_vault("v2\r\n", out, sizeof(out), "vault", "set", "--vault", vault,
-                               "other", NULL),
-                     0);
+    assert_int_equal(
+        run_vault("v2\r\n", out, sizeof(out), "vault", "set", "--vault", vault, "other", NULL), 0);
     get_eq("other", "v2");
     assert_int_equal(run_vault("", out, sizeof(out), "vault", "list", "--vault=", NULL), 2);
     assert_int_equal(run_vault("", out, sizeof(out), "vault", "list", "--vault", vault, NULL), 0);
@@ -421,8 +422,8 @@ static void test_vault_command(void **state)
     assert_int_equal(run_vault("", out, sizeof(out), "vault", "get", "x", NULL), 2);
     assert_int_equal(run_vault("", out, sizeof(out), "vault", "--bogus", "list", NULL), 2);
     assert_int_equal(run_vault("", out, sizeof(out), "vault", "list", "--vault", NULL), 2);
-    assert_int_equal(run_vault("v", out, sizeof(out), "vault", "--vault", vault, "set", "a/b", NULL),
-                     2);
+    assert_int_equal(
+        run_vault("v", out, sizeof(out), "vault", "--vault", vault, "set", "a/b", NULL), 2);
 }
 
 int main(void)

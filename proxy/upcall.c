@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Upstream calls with wake-on-use. The policy is in upcall.h; this file is
+ * its state machine: queued → running → (backoff → running)* → done.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "backoff.h"
+#include "err.h"
+#include "log.h"
+#include "rand.h"
+#include "upcall.h"
+#include "wake.h"
+
+#define BACKOFF_BASE_MS 100
+#define BACKOFF_CAP_MS  2000
+/* A request held this long by an upstream that had been idle is taken as a
+ * sandbox resuming (Sandboxer holds the first request while it resumes). */
+#define HOLD_S          1.0
+#define IDLE_HOLD_S     10.0
+#define HOOK_TIMEOUT_MS 30000
+
+enum call_state {
+    CALL_QUEUED = 0,
+    CALL_RUNNING = 1,
+    CALL_BACKOFF = 2,
+};
+
+struct mx_upcall {
+    struct ev_loop *loop;
+    struct mx_uclient *uc;
+    struct mx_upstream *up;
+    struct mx_upcall_cbs cbs;
+    void *data;
+    struct mx_ureq_opts opts;
+    char **lines; /* owned copies of opts.headers; may hold a credential */
+    char *body;
+    struct mx_ureq *ureq;
+    struct mx_upcall *next; /* in up's queue */
+    struct mx_upcall *prev;
+    enum call_state state;
+    ev_timer timer; /* backoff, or the wake deadline while queued */
+    ev_timer hold;  /* notices a held request */
+    ev_tstamp deadline;
+    unsigned attempts;
+    bool is_stream; /* GET: long-lived, takes no concurrency slot */
+    bool counted;   /* holds a concurrency slot */
+    bool queued;
+    bool retry;  /* this attempt got a retry_on status */
+    bool passed; /* a head went to the caller: no more retries */
+    bool waited;
+};
+
+static void pump(struct mx_upstream *up);
+static int launch(struct mx_upcall *c);
+static void launch_or_fail(struct mx_upcall *c);
+
+static ev_tstamp wake_timeout_s(const struct mx_upstream *up)
+{
+    return (double)up->cfg->wake_timeout_ms / 1000.0;
+}
+
+/* ---- queue ---- */
+
+static void enqueue(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    c->next = NULL;
+    c->prev = up->q_tail;
+    if (up->q_tail)
+        up->q_tail->next = c;
+    else
+        up->q_head = c;
+    up->q_tail = c;
+    c->queued = true;
+    c->state = CALL_QUEUED;
+}
+
+static void dequeue(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    if (!c->queued)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        up->q_head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        up->q_tail = c->prev;
+    c->next = c->prev = NULL;
+    c->queued = false;
+}
+
+static void release_slot(struct mx_upcall *c)
+{
+    if (c->counted) {
+        c->counted = false;
+        c->up->inflight--;
+    }
+}
+
+static bool must_wait(const struct mx_upcall *c)
+{
+    const struct mx_upstream *up = c->up;
+    if (up->probe && up->probe != c)
+        return true;
+    return !c->is_stream && !c->counted && up->inflight >= (size_t)up->cfg->max_concurrency;
+}
+
+/* ---- end of a call ---- */
+
+static void call_free(struct mx_upcall *c)
+{
+    ev_timer_stop(c->loop, &c->timer);
+    ev_timer_stop(c->loop, &c->hold);
+    dequeue(c);
+    release_slot(c);
+    if (c->up->probe == c)
+        c->up->probe = NULL;
+    for (size_t i = 0; i < c->opts.header_cnt; i++)
+        mx_secret_wipe_free(c->lines[i]);
+    free(c->lines);
+    free(c->body);
+    free(c);
+}
+
+static void finish(struct mx_upcall *c, int err, const struct mx_ureq_info *info)
+{
+    struct mx_upstream *up = c->up;
+    void (*on_done)(struct mx_ureq *, int, const struct mx_ureq_info *, void *) =
+        c->cbs.base.on_done;
+    void *data = c->data;
+    struct mx_ureq *u = c->ureq;
+    call_free(c);
+    on_done(u, err, info, data);
+    pump(up);
+}
+
+static void hook_done(int err, void *data)
+{
+    struct mx_upstream *up = data;
+    up->hook = NULL;
+    if (err)
+        mx_log_warn("wake", "up:%s wake hook failed: %s; still probing until wake_timeout",
+                    up->cfg->name, mx_strerror(err));
+}
+
+static void start_wake(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    if (up->state != MX_UPSTREAM_WAKING) {
+        up->waking_since = ev_now(c->loop);
+        up->wakes++;
+        up->hook_started = false;
+    }
+    mx_upstream_note(up, MX_UPSTREAM_EV_NOT_AWAKE);
+    if (!up->hook_started && up->cfg->wake) {
+        up->hook_started = true;
+        long t = up->cfg->wake_timeout_ms < HOOK_TIMEOUT_MS ? (long)up->cfg->wake_timeout_ms
+                                                            : HOOK_TIMEOUT_MS;
+        if (mx_wake_hook_run(c->loop, c->uc, up->cfg, t, hook_done, up, &up->hook) != 0)
+            up->hook = NULL;
+    }
+}
+
+static void notify_wait(struct mx_upcall *c)
+{
+    if (c->waited)
+        return;
+    c->waited = true;
+    if (c->cbs.on_wait)
+        c->cbs.on_wait(c, c->data);
+}
+
+static void wake_timed_out(struct mx_upcall *c)
+{
+    struct mx_ureq_info info = {0};
+    info.wake_timeout = true;
+    mx_log_warn("wake", "up:%s did not wake within %.0f s", c->up->cfg->name,
+                wake_timeout_s(c->up));
+    mx_upstream_note(c->up, MX_UPSTREAM_EV_TIMEOUT);
+    finish(c, MX_ETIMEDOUT, &info);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_upcall *c = mx_container_of(w, struct mx_upcall, timer);
+    (void)loop;
+    (void)revents;
+    if (c->state == CALL_QUEUED) {
+        dequeue(c);
+        wake_timed_out(c);
+        return;
+    }
+    launch_or_fail(c);
+}
+
+/* The attempt failed in a way that cannot have reached the sandbox. */
+static void not_awake(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    ev_tstamp now = ev_now(c->loop);
+    start_wake(c);
+    notify_wait(c);
+    if (now >= c->deadline) {
+        wake_timed_out(c);
+        return;
+    }
+    if (up->probe && up->probe != c) {
+        release_slot(c);
+        enqueue(c);
+        ev_timer_set(&c->timer, c->deadline - now, 0.0);
+        ev_timer_start(c->loop, &c->timer);
+        return;
+    }
+    up->probe = c;
+    int64_t ms =
+        mx_backoff_ms(c->attempts++, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(1u << 20));
+    double delay = (double)ms / 1000.0;
+    if (now + delay > c->deadline)
+        delay = c->deadline - now;
+    c->state = CALL_BACKOFF;
+    ev_timer_set(&c->timer, delay, 0.0);
+    ev_timer_start(c->loop, &c->timer);
+}
+
+/* ---- uclient callbacks ---- */
+
+static bool is_retry_status(const struct mx_upstream *up, long status)
+{
+    for (size_t i = 0; i < up->cfg->retry_on_cnt; i++) {
+        if (up->cfg->retry_on[i] == status)
+            return true;
+    }
+    return false;
+}
+
+static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                    void *data)
+{
+    struct mx_upcall *c = data;
+    ev_timer_stop(c->loop, &c->hold);
+    if (!c->passed && is_retry_status(c->up, status)) {
+        c->retry = true; /* the front answered for a sandbox that did not run it */
+        return;
+    }
+    struct mx_upstream *up = c->up;
+    c->passed = true;
+    if (up->state == MX_UPSTREAM_WAKING)
+        mx_log_info("wake", "up:%s answered after waking for %.0f ms", up->cfg->name,
+                    (ev_now(c->loop) - up->waking_since) * 1000.0);
+    mx_upstream_note(up, mx_upstream_classify_status(up, status));
+    up->last_activity = ev_now(c->loop);
+    /* The wake is over: everyone waiting on it may go. */
+    if (up->probe == c)
+        up->probe = NULL;
+    c->cbs.base.on_head(u, status, hdrs, cnt, c->data);
+    pump(up); /* |c| may be gone now */
+}
+
+static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
+{
+    struct mx_upcall *c = data;
+    if (c->retry)
+        return 0;
+    return c->cbs.base.on_data(u, p, len, c->data);
+}
+
+static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct mx_upcall *c = data;
+    (void)u;
+    c->ureq = NULL;
+    ev_timer_stop(c->loop, &c->hold);
+    bool unsent =
+        err == MX_ECLOSED && !info->response_started && (!info->body_sent || c->opts.may_repeat);
+    if (!c->passed && (c->retry || unsent)) {
+        c->retry = false;
+        not_awake(c);
+        return;
+    }
+    if (err && !c->passed)
+        mx_upstream_note(c->up,
+                         err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT : MX_UPSTREAM_EV_UNREACHABLE);
+    finish(c, err, info);
+}
+
+static const struct mx_ureq_cbs wrap = {on_head, on_data, on_done};
+
+static void hold_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_upcall *c = mx_container_of(w, struct mx_upcall, hold);
+    struct mx_upstream *up = c->up;
+    (void)loop;
+    (void)revents;
+    /* Held after an idle spell: the sandbox is resuming. Let this call be
+     * the probe so others wait for the same wake instead of piling on. */
+    if (up->probe == NULL && up->state != MX_UPSTREAM_WAKING) {
+        up->probe = c;
+        up->waking_since = ev_now(c->loop) - HOLD_S;
+        up->wakes++;
+        up->hook_started = true; /* it is resuming by itself */
+        mx_upstream_note(up, MX_UPSTREAM_EV_NOT_AWAKE);
+    }
+    notify_wait(c);
+}
+
+/* Returns 0, or mx_ureq_start's error (the call is then not running). */
+static int launch(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    if (!c->is_stream && !c->counted) {
+        c->counted = true;
+        up->inflight++;
+    }
+    c->state = CALL_RUNNING;
+    c->retry = false;
+    int rc = mx_ureq_start(c->uc, &c->opts, &wrap, c, &c->ureq);
+    if (rc) {
+        c->ureq = NULL;
+        return rc;
+    }
+    ev_tstamp now = ev_now(c->loop);
+    bool idle = up->state == MX_UPSTREAM_UNKNOWN || now - up->last_activity >= IDLE_HOLD_S;
+    if (idle && !c->is_stream) {
+        ev_timer_set(&c->hold, HOLD_S, 0.0);
+        ev_timer_start(c->loop, &c->hold);
+    }
+    return 0;
+}
+
+/* Launch from a timer or the queue: a failure is reported through on_done. */
+static void launch_or_fail(struct mx_upcall *c)
+{
+    if (launch(c) != 0) {
+        struct mx_ureq_info info = {0};
+        finish(c, MX_EUPSTREAM, &info);
+    }
+}
+
+static void pump(struct mx_upstream *up)
+{
+    /* In arrival order; launching takes a slot, so later calls keep waiting
+     * once the upstream is at max_concurrency. */
+    for (struct mx_upcall *c = up->q_head, *next; c; c = next) {
+        next = c->next;
+        if (must_wait(c))
+            continue;
+        dequeue(c);
+        ev_timer_stop(c->loop, &c->timer);
+        launch_or_fail(c);
+    }
+}
+
+/* ---- public ---- */
+
+int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstream *up,
+                    const struct mx_ureq_opts *opts, const struct mx_upcall_cbs *cbs, void *data,
+                    struct mx_upcall **out)
+{
+    if (opts->method == NULL || opts->url == NULL)
+        return MX_EINVAL;
+    struct mx_upcall *c = mx_xcalloc(1, sizeof(*c));
+    c->loop = loop;
+    c->uc = uc;
+    c->up = up;
+    c->cbs = *cbs;
+    c->data = data;
+    c->opts = *opts;
+    c->lines = mx_xcalloc(opts->header_cnt, sizeof(char *));
+    for (size_t i = 0; i < opts->header_cnt; i++)
+        c->lines[i] = mx_xstrdup(opts->headers[i]);
+    c->opts.headers = (const char *const *)c->lines;
+    if (opts->body_len) {
+        c->body = mx_xmalloc(opts->body_len);
+        memcpy(c->body, opts->body, opts->body_len);
+    }
+    c->opts.body = c->body;
+    c->is_stream = strcmp(opts->method, "GET") == 0;
+    c->deadline = ev_now(loop) + wake_timeout_s(up);
+    ev_init(&c->timer, timer_cb);
+    ev_init(&c->hold, hold_cb);
+    *out = c;
+    if (must_wait(c)) {
+        enqueue(c);
+        if (up->probe) {
+            notify_wait(c);
+            ev_timer_set(&c->timer, wake_timeout_s(up), 0.0);
+            ev_timer_start(loop, &c->timer);
+        }
+        return 0;
+    }
+    int rc = launch(c);
+    if (rc) {
+        *out = NULL;
+        call_free(c);
+        return rc;
+    }
+    return 0;
+}
+
+void mx_upcall_cancel(struct mx_upcall *c)
+{
+    if (c == NULL)
+        return;
+    struct mx_upstream *up = c->up;
+    if (c->ureq)
+        mx_ureq_cancel(c->ureq);
+    call_free(c);
+    pump(up);
+}
+
+void mx_upcall_resume(struct mx_upcall *c)
+{
+    if (c->ureq)
+        mx_ureq_resume(c->ureq);
+}
+
+bool mx_upcall_waited(const struct mx_upcall *c)
+{
+    return c->waited;
+}
+
+void mx_upstream_clear(struct mx_upstream *up)
+{
+    while (up->q_head)
+        mx_upcall_cancel(up->q_head);
+    if (up->probe)
+        mx_upcall_cancel(up->probe);
+    mx_wake_hook_cancel(up->hook);
+    up->hook = NULL;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex certs init` and `show` run as the real binary, and the files they
+ * make trusted by real clients no one here wrote: curl with --cacert, node
+ * with NODE_EXTRA_CA_CERTS and Python's ssl module in strict mode, each
+ * against `openssl s_server` serving the leaf (a stand-in for the TLS
+ * listener, so this checks the certificates and not mcplex's TLS code). The
+ * same clients without the CA must refuse.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "alloc.h"
+#include "harness.h"
+
+#define RUN_TIMEOUT_MS 30000
+
+/* Runs |argv| to its end; returns its exit status, or -1 when killed. */
+static int run(const char *name, const char *const *argv, const char *const *env)
+{
+    pid_t pid = mx_it_spawn(name, argv, env, NULL);
+    assert_true(pid > 0);
+    int st = mx_it_wait_exit(pid, RUN_TIMEOUT_MS);
+    assert_true(st >= 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool have(const char *tool)
+{
+    char *cmd = mx_xasprintf("command -v %s", tool);
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    bool ok = run("which", argv, NULL) == 0;
+    free(cmd);
+    if (!ok)
+        fprintf(stderr, "it_certs: %s not installed; its checks are skipped\n", tool);
+    return ok;
+}
+
+/* The log mx_it_spawn() wrote for |name|'s first run. */
+static char *log_of(const char *name)
+{
+    char *file = mx_xasprintf("%s.log", name);
+    char *path = mx_it_path(file);
+    char *text = mx_it_read_file(path, NULL);
+    assert_non_null(text);
+    free(file);
+    free(path);
+    return text;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (strstr(hay, needle) == NULL)
+        fail_msg("missing \"%s\" in:\n%s", needle, hay);
+}
+
+/* Poll until something accepts on 127.0.0.1:|port|. */
+static void wait_listening(int port)
+{
+    struct sockaddr_in sa;
+    struct timespec pause = {0, 20 * 1000 * 1000};
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < 500; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (rc == 0)
+            return;
+        nanosleep(&pause, NULL);
+    }
+    fail_msg("nothing listens on 127.0.0.1:%d", port);
+}
+
+static const char node_get[] =
+    "const [port, host, family] = process.argv.slice(1);"
+    "require('https').get({host, port: +port, family: +family, path: '/'}, r => {"
+    "  r.resume(); process.exit(r.statusCode === 200 ? 0 : 2);"
+    "}).on('error', e => { console.error(e.code || e.message); process.exit(1); });";
+
+static const char python_get[] =
+    "import socket, ssl, sys\n"
+    "port, ca = int(sys.argv[1]), sys.argv[2]\n"
+    "ctx = ssl.create_default_context(cafile=ca)\n"
+    "ctx.verify_flags |= ssl.VERIFY_X509_STRICT\n"
+    "for name in ('localhost', '127.0.0.1'):\n"
+    "    with socket.create_connection(('127.0.0.1', port), timeout=10) as s:\n"
+    "        with ctx.wrap_socket(s, server_hostname=name) as t:\n"
+    "            print(name, t.version())\n";
+
+static void test_it_certs_real_clients(void **state)
+{
+    (void)state;
+    char port_s[16], url_name[64], url_ip[64];
+
+    char *mcplex = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *dir = mx_it_path("certs");
+    char *ca = mx_xasprintf("%s/ca.pem", dir);
+    char *leaf = mx_xasprintf("%s/localhost.pem", dir);
+    char *leaf_key = mx_xasprintf("%s/localhost.key", dir);
+
+    const char *init[] = {mcplex, "certs", "init", "--dir", dir, NULL};
+    assert_int_equal(run("init", init, NULL), 0);
+    char *out = log_of("init");
+    assert_contains(out, "NODE_EXTRA_CA_CERTS=");
+    assert_contains(out, "update-ca-certificates");
+    assert_null(strstr(out, "PRIVATE KEY"));
+    free(out);
+    assert_int_equal(run("init-again", init, NULL), 1);
+    out = log_of("init-again");
+    assert_contains(out, "already exists");
+    free(out);
+    const char *show[] = {mcplex, "certs", "show", "--dir", dir, NULL};
+    assert_int_equal(run("show", show, NULL), 0);
+    out = log_of("show");
+    assert_contains(out, "permitted DNS:localhost, IP:127.0.0.0/8, IP:::1/128");
+    assert_null(strstr(out, "PRIVATE KEY"));
+    free(out);
+
+    if (!have("openssl")) {
+        mx_it_pass();
+        goto out;
+    }
+    int port = mx_it_free_port();
+    assert_true(port > 0);
+    snprintf(port_s, sizeof(port_s), "%d", port);
+    char *accept = mx_xasprintf("127.0.0.1:%d", port);
+    const char *server[] = {"openssl", "s_server", "-quiet", "-www",   "-accept", accept,
+                            "-cert",   leaf,       "-key",   leaf_key, NULL};
+    assert_true(mx_it_spawn("s_server", server, NULL, NULL) > 0);
+    free(accept);
+    wait_listening(port);
+
+    if (have("curl")) {
+        snprintf(url_name, sizeof(url_name), "https://localhost:%d/", port);
+        snprintf(url_ip, sizeof(url_ip), "https://127.0.0.1:%d/", port);
+        const char *by_name[] = {"curl", "-sS",      "-4", "-o",     "/dev/null", "--max-time",
+                                 "10",   "--cacert", ca,   url_name, NULL};
+        const char *by_ip[] = {"curl", "-sS",      "-o", "/dev/null", "--max-time",
+                               "10",   "--cacert", ca,   url_ip,      NULL};
+        /* 60: peer certificate cannot be authenticated with known CA certificates. */
+        const char *untrusted[] = {"curl",       "-sS", "-o",   "/dev/null",
+                                   "--max-time", "10",  url_ip, NULL};
+        const char *no_bundle_env[] = {"CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", NULL};
+        assert_int_equal(run("curl-name", by_name, NULL), 0);
+        assert_int_equal(run("curl-ip", by_ip, NULL), 0);
+        assert_int_equal(run("curl-untrusted", untrusted, no_bundle_env), 60);
+    }
+    if (have("node")) {
+        char *extra = mx_xasprintf("NODE_EXTRA_CA_CERTS=%s", ca);
+        const char *env[] = {extra, NULL};
+        const char *no_env[] = {"NODE_EXTRA_CA_CERTS", NULL};
+        const char *by_name[] = {"node", "-e", node_get, port_s, "localhost", "4", NULL};
+        const char *by_ip[] = {"node", "-e", node_get, port_s, "127.0.0.1", "4", NULL};
+        assert_int_equal(run("node-name", by_name, env), 0);
+        assert_int_equal(run("node-ip", by_ip, env), 0);
+        assert_int_equal(run("node-untrusted", by_ip, no_env), 1);
+        /* UNABLE_TO_VERIFY_LEAF_SIGNATURE or _GET_ISSUER_CERT_LOCALLY: a verify error. */
+        out = log_of("node-untrusted");
+        assert_contains(out, "UNABLE_TO_");
+        free(out);
+        free(extra);
+    }
+    if (have("python3")) {
+        const char *py[] = {"python3", "-c", python_get, port_s, ca, NULL};
+        assert_int_equal(run("python", py, NULL), 0);
+        out = log_of("python");
+        assert_contains(out, "localhost TLSv1.");
+        assert_contains(out, "127.0.0.1 TLSv1.");
+        free(out);
+    }
+    mx_it_pass();
+out:
+    free(mcplex);
+    free(dir);
+    free(ca);
+    free(leaf);
+    free(leaf_key);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_it_certs_real_clients, mx_it_setup, mx_it_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
