@@ -41,12 +41,19 @@ struct fwd {
     bool swallow;   /* the answer was replaced by our own; drop upstream bytes */
     bool responded; /* we started a response to the client */
     struct mx_sse_decoder sse;
-    struct mx_buf json; /* a JSON answer, kept for the trace */
+    struct mx_buf json;     /* a JSON answer, kept for the trace */
+    json_t *progress_token; /* params._meta.progressToken of the request */
+    bool sse_ours;          /* we opened an SSE answer to report a wake */
+    bool accepts_sse;
+    ev_timer progress; /* repeats "still waking" while the upstream wakes */
+    int progress_n;
 };
 
 static void fwd_free(struct fwd *f)
 {
     f->gw->inflight--;
+    ev_timer_stop(f->gw->loop, &f->progress);
+    json_decref(f->progress_token);
     json_decref(f->rpc_id);
     free(f->session);
     mx_sse_decoder_clear(&f->sse);
@@ -66,12 +73,33 @@ static int on_sse_event(const struct mx_sse_event *ev, void *data)
     return 0;
 }
 
+/* One JSON-RPC message as an event of the SSE answer we opened. */
+static int emit_event(struct fwd *f, struct mx_str json)
+{
+    struct mx_buf ev;
+    mx_buf_init(&ev, json.len + 64);
+    mx_sse_encode(&ev, "message", NULL, json);
+    int rc = mx_req_write(f->req, mx_buf_data(&ev), mx_buf_len(&ev));
+    mx_buf_clear(&ev);
+    return rc;
+}
+
 /* Replace the upstream's answer with our own, as JSON-RPC when we can. */
 static void answer_error(struct fwd *f, int http_status, int rpc_code, const char *msg)
 {
     f->responded = true;
     f->swallow = true;
-    if (f->rpc_id) {
+    if (f->sse_ours) {
+        /* the SSE answer is open already: the error is its last event */
+        json_t *e = mx_rpc_error_new(f->rpc_id, rpc_code, msg,
+                                     json_pack("{s:s}", "server", f->up->cfg->name));
+        char *body = mx_rpc_dump(e);
+        json_decref(e);
+        trace(f, "s2c", mx_str_cstr(body));
+        if (emit_event(f, mx_str_cstr(body)) != MX_ECLOSED)
+            mx_req_end(f->req);
+        free(body);
+    } else if (f->rpc_id) {
         /* MCP clients read protocol errors from the body; HTTP 200 keeps them
          * from treating an upstream problem as one of mcplex's own. */
         json_t *e = mx_rpc_error_new(f->rpc_id, rpc_code, msg,
@@ -130,6 +158,18 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
             n++;
         }
     }
+    if (f->sse_ours) {
+        /* Our SSE answer is open: relay an SSE body as is, and turn a JSON
+         * body into one event when it is complete. */
+        ev_timer_stop(f->gw->loop, &f->progress);
+        if (status >= 300) {
+            snprintf(msg, sizeof(msg), "upstream '%s' answered HTTP %ld", f->up->cfg->name, status);
+            answer_error(f, 502, MX_RPC_UPSTREAM_HTTP, msg);
+        }
+        for (size_t i = 0; i < n; i++)
+            free(vals[i]);
+        return;
+    }
     /* The guard let this Origin in, so the browser may read the answer. */
     const struct mx_str *origin = mx_req_header(f->req, "Origin");
     if (origin) {
@@ -165,6 +205,12 @@ static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
     (void)u;
     if (f->swallow)
         return 0;
+    if (f->sse_ours && !f->is_sse) {
+        if (mx_buf_append(&f->json, p, len) == 0)
+            return 0;
+        answer_error(f, 502, MX_RPC_UPSTREAM_HTTP, "upstream answer too large");
+        return 0;
+    }
     if (f->gw->trace) {
         if (f->is_sse) {
             if (mx_sse_decode(&f->sse, p, len) == MX_ELIMIT)
@@ -196,11 +242,15 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     if (err == 0) {
         if (!f->is_sse && mx_buf_len(&f->json))
             trace(f, "s2c", mx_buf_str(&f->json));
+        if (f->sse_ours && !f->is_sse && emit_event(f, mx_buf_str(&f->json)) == MX_ECLOSED) {
+            fwd_free(f);
+            return;
+        }
         mx_req_end(f->req);
         fwd_free(f);
         return;
     }
-    if (f->responded) {
+    if (f->responded && !(f->sse_ours && !f->is_sse)) {
         /* The answer broke mid-stream: end the client's stream the same way. */
         mx_log_warn("forward", "up:%s stream broke: %s", f->up->cfg->name, mx_strerror(err));
         mx_req_reset(f->req);
@@ -234,6 +284,51 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     fwd_free(f);
 }
 
+static void send_progress(struct fwd *f)
+{
+    char text[160];
+    snprintf(text, sizeof(text), "waiting for sandbox '%s' to wake (%d s)", f->up->cfg->name,
+             f->progress_n * 2);
+    json_t *n = json_pack("{s:s, s:s, s:{s:O, s:i, s:s}}", "jsonrpc", "2.0", "method",
+                          "notifications/progress", "params", "progressToken", f->progress_token,
+                          "progress", f->progress_n, "message", text);
+    char *body = mx_rpc_dump(n);
+    json_decref(n);
+    f->progress_n++;
+    trace(f, "s2c", mx_str_cstr(body));
+    emit_event(f, mx_str_cstr(body));
+    free(body);
+}
+
+static void progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct fwd *f = mx_container_of(w, struct fwd, progress);
+    (void)loop;
+    (void)revents;
+    send_progress(f);
+}
+
+/*
+ * The upstream is waking and the client asked for progress: answer with SSE
+ * now and say so every 2 s, so the client sees why the call takes longer
+ * (MCP 2025-06-18, Progress).
+ */
+static void on_wait(struct mx_upcall *c, void *data)
+{
+    struct fwd *f = data;
+    (void)c;
+    if (f->progress_token == NULL || !f->accepts_sse || f->responded)
+        return;
+    struct mx_hdr_out h[] = {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
+    if (mx_req_start(f->req, 200, h, 2, -1) != 0)
+        return;
+    f->responded = true;
+    f->sse_ours = true;
+    send_progress(f);
+    ev_timer_init(&f->progress, progress_cb, 2.0, 2.0);
+    ev_timer_start(f->gw->loop, &f->progress);
+}
+
 static void on_client_drain(struct mx_req *req, void *data)
 {
     struct fwd *f = data;
@@ -250,7 +345,7 @@ static void on_client_abort(struct mx_req *req, void *data)
     fwd_free(f);
 }
 
-static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, NULL};
+static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait};
 
 void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
 {
@@ -279,14 +374,24 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     gw->inflight++;
     mx_sse_decoder_init(&f->sse, TRACE_JSON_CAP, on_sse_event, f);
     mx_buf_init(&f->json, TRACE_JSON_CAP);
+    ev_init(&f->progress, progress_cb);
+    const struct mx_str *acc = mx_req_header(req, "Accept");
+    f->accepts_sse = acc && memmem(acc->p, acc->len, "text/event-stream", 17) != NULL;
     const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
     if (sid)
         f->session = mx_xstrndup(sid->p, sid->len);
 
     if (body.len) {
         json_t *msg = mx_rpc_parse(body);
-        if (msg && mx_rpc_classify(msg) == MX_RPC_REQUEST)
+        if (msg && mx_rpc_classify(msg) == MX_RPC_REQUEST) {
             f->rpc_id = json_incref(json_object_get(msg, "id"));
+            json_t *tok = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                          "progressToken");
+            const char *m = json_string_value(json_object_get(msg, "method"));
+            /* initialize must keep its own headers (Mcp-Session-Id) */
+            if (tok && m && strcmp(m, "initialize") != 0)
+                f->progress_token = json_incref(tok);
+        }
         json_decref(msg);
         trace(f, "c2s", body);
     }
@@ -313,6 +418,7 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     /* A GET opens a long-lived SSE stream: no total timeout on it. */
     o.timeout_ms = mx_str_eq(method, MX_STR_LIT("GET")) ? 0 : (long)up->cfg->request_timeout_ms;
     o.connect_timeout_ms = 10000;
+    o.idle_close_ms = (long)up->cfg->idle_close_ms;
     o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
 
     int rc = mx_upcall_start(gw->loop, gw->uclient, up, &o, &cbs, f, &f->call);

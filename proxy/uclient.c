@@ -850,6 +850,10 @@ static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
         SETOPT(rc, e, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
     if (o->ca_file)
         SETOPT(rc, e, CURLOPT_CAINFO, o->ca_file);
+    /* A connection idle this long is closed rather than reused, so a
+     * sandbox that paused meanwhile is met on a fresh connection. */
+    if (o->idle_close_ms > 0)
+        SETOPT(rc, e, CURLOPT_MAXAGE_CONN, o->idle_close_ms < 1000 ? 1L : o->idle_close_ms / 1000);
     SETOPT(rc, e, CURLOPT_HTTPHEADER, u->hdrs);
     SETOPT(rc, e, CURLOPT_HEADERFUNCTION, header_cb);
     SETOPT(rc, e, CURLOPT_HEADERDATA, (void *)u);

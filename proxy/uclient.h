@@ -68,6 +68,7 @@ struct mx_ureq_opts {
     long connect_timeout_ms; /* 0: libcurl default */
     bool may_repeat;         /* allow libcurl to re-send the body (idempotent) */
     const char *ca_file;     /* extra CA bundle for https upstreams; NULL: system */
+    long idle_close_ms;      /* don't reuse a connection idle longer; 0: libcurl default */
 };
 
 /* Returns NULL only on libcurl initialisation failure. */

@@ -325,7 +325,8 @@ static int launch(struct mx_upcall *c)
         return rc;
     }
     ev_tstamp now = ev_now(c->loop);
-    bool idle = up->state == MX_UPSTREAM_UNKNOWN || now - up->last_activity >= IDLE_HOLD_S;
+    bool idle = up->state == MX_UPSTREAM_UNKNOWN ||
+                now - up->last_activity >= (double)up->cfg->idle_close_ms / 1000.0;
     if (idle && !c->is_stream) {
         ev_timer_set(&c->hold, HOLD_S, 0.0);
         ev_timer_start(c->loop, &c->hold);

@@ -170,7 +170,7 @@ static void test_wake_hold_mode(void **state)
     (void)state;
     const char *args[] = {
         "--pause-after-ms", "800", "--pause-mode", "hold", "--hold-ms", "1500", NULL};
-    start(&w, args, NULL);
+    start(&w, args, "idle_close = \"1s\"\n");
     open_session(&w);
     json_int_t wakes_before = stat_int(&w, "wakes", NULL);
     struct timespec idle = {1, 300 * 1000 * 1000};
@@ -184,6 +184,35 @@ static void test_wake_hold_mode(void **state)
     free(resp);
     assert_int_equal(stat_int(&w, "tools", "echo"), 1);
     assert_int_equal(stat_int(&w, "wakes", NULL), wakes_before + 1);
+
+    /* paused again; this time the client asked for progress: it hears that
+     * the sandbox is waking, then gets its result on the same SSE answer */
+    nanosleep(&idle, NULL);
+    char *sid = mx_xasprintf("Mcp-Session-Id: %s", w.session);
+    const char *h[] = {"Content-Type: application/json",
+                       "Accept: application/json, text/event-stream",
+                       "MCP-Protocol-Version: 2025-06-18", sid, NULL};
+    long status = 0;
+    char *hdrs = NULL;
+    assert_int_equal(mx_it_http_full("POST", w.url, h,
+                                     "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                                     "\"params\":{\"name\":\"echo\",\"arguments\":{"
+                                     "\"message\":\"with progress\"},\"_meta\":{"
+                                     "\"progressToken\":\"tok-1\"}}}",
+                                     30000, &status, &hdrs, &resp),
+                     0);
+    assert_int_equal(status, 200);
+    assert_non_null(strcasestr(hdrs, "text/event-stream"));
+    const char *prog = strstr(resp, "notifications/progress");
+    const char *result = strstr(resp, "\"text\":\"with progress\"");
+    assert_non_null(prog);
+    assert_non_null(strstr(resp, "\"progressToken\":\"tok-1\""));
+    assert_non_null(strstr(resp, "waiting for sandbox 'sim' to wake"));
+    assert_non_null(result);
+    assert_true(prog < result);
+    free(resp);
+    free(hdrs);
+    free(sid);
     stop(&w);
     mx_it_pass();
 }
