@@ -14,8 +14,10 @@
 #include "upcall.h"
 #include "wake.h"
 
-#define BACKOFF_BASE_MS 100
-#define BACKOFF_CAP_MS  2000
+/* Probes back off from 50 ms to at most 250 ms apart: a waking sandbox sees
+ * a few requests a second, and the call goes out soon after it is ready. */
+#define BACKOFF_BASE_MS 50
+#define BACKOFF_CAP_MS  250
 /* A request held this long by an upstream that had been idle is taken as a
  * sandbox resuming (Sandboxer holds the first request while it resumes). */
 #define HOLD_S          1.0
@@ -144,9 +146,19 @@ static void hook_done(int err, void *data)
 {
     struct mx_upstream *up = data;
     up->hook = NULL;
-    if (err)
+    if (err) {
         mx_log_warn("wake", "up:%s wake hook failed: %s; still probing until wake_timeout",
                     up->cfg->name, mx_strerror(err));
+        return;
+    }
+    /* A hook that returned may mean the sandbox is back: probe now. */
+    struct mx_upcall *c = up->probe;
+    if (c && c->state == CALL_BACKOFF) {
+        c->attempts = 0;
+        ev_timer_stop(c->loop, &c->timer);
+        ev_timer_set(&c->timer, 0.0, 0.0);
+        ev_timer_start(c->loop, &c->timer);
+    }
 }
 
 static void start_wake(struct mx_upcall *c)

@@ -5,6 +5,7 @@
  * blocks the loop, and a hook that hangs is killed at its timeout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -98,8 +99,15 @@ static int run_cmd(struct mx_wake_hook *h, const char *cmd)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    /* stdin and stdout from/to /dev/null: in `mcplex stdio` stdout carries
+     * JSON-RPC only; stderr joins mcplex's log. */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, &attr, argv, envp);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     free(path_env);
     if (rc != 0) {
