@@ -26,6 +26,7 @@
 #include "certs.h"
 #include "certs_int.h"
 #include "err.h"
+#include "fileio.h"
 #include "log.h"
 #include "rand.h"
 
@@ -140,20 +141,6 @@ static int lock_dir(const char *dir, struct mx_diag *diag)
     return fd;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* fsync the directory holding |path|, so a rename or link survives a crash. */
 static int sync_parent(const char *path, struct mx_diag *diag)
 {
@@ -191,7 +178,7 @@ static int write_file(const char *path, const char *data, size_t len, mode_t mod
         free(tmp);
         return rc;
     }
-    if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+    if (fchmod(fd, mode) != 0 || mx_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
         rc = sys_fail(tmp, "cannot write", diag);
         close(fd);
         goto out;

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "err.h"
+#include "fileio.h"
 #include "rand.h"
 #include "secret_int.h"
 #include "vault.h"
@@ -316,20 +317,6 @@ static int make_dirs(const char *dir, struct mx_diag *diag)
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Temp file in the same directory, fsync, rename, fsync the directory. */
 static int write_atomic(const char *path, int dir_fd, const char *data, size_t len,
                         struct mx_diag *diag)
@@ -345,7 +332,7 @@ static int write_atomic(const char *path, int dir_fd, const char *data, size_t l
         return rc;
     }
     /* The umask may only take bits away; set the mode exactly. */
-    if (fchmod(fd, 0600) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+    if (fchmod(fd, 0600) != 0 || mx_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
         rc = sys_fail(tmp, "cannot write", diag);
         close(fd);
         goto fail;
