@@ -59,12 +59,12 @@ struct mx_server_cfg {
     char *secret_ref;         /* reference text ("vault:files"), NULL when none */
     struct mx_secret *secret; /* set by mx_config_resolve_secrets() */
 
-    struct mx_strv tools; /* allow-list of glob patterns; empty: all */
+    struct mx_strv tools;        /* allow-list of glob patterns; empty: all */
     struct mx_strv tools_deny;   /* tools never exposed at /mcp (glob patterns) */
     struct mx_strv prompts;      /* allow-list of prompt names (glob patterns); empty: all */
     struct mx_strv prompts_deny; /* prompts never exposed at /mcp (glob patterns) */
-    char *wake;           /* "cmd:..." or "url:...", NULL when none */
-    int *retry_on;        /* HTTP statuses meaning "not awake yet" */
+    char *wake;                  /* "cmd:..." or "url:...", NULL when none */
+    int *retry_on;               /* HTTP statuses meaning "not awake yet" */
     size_t retry_on_cnt;
     char *alias; /* prefix when names are prefixed; defaults to name */
     enum mx_session_mode session;

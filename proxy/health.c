@@ -27,11 +27,11 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
                            "state", mx_upstream_state_name(u->state), "since", since, "requests",
                            (json_int_t)u->requests, "failures", (json_int_t)u->failures));
     }
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "status", "ok", "version",
-                          MX_VERSION, "uptime_s", (json_int_t)(time(NULL) - gw->started),
-                          "connections", (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight",
-                          (json_int_t)gw->inflight, "refused", (json_int_t)gw->refused,
-                          "upstreams", ups);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "status", "ok", "version", MX_VERSION,
+                  "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",
+                  (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight", (json_int_t)gw->inflight,
+                  "refused", (json_int_t)gw->refused, "upstreams", ups);
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};

@@ -39,6 +39,9 @@ struct mx_upcall {
     struct mx_ureq_opts opts;
     char **lines; /* owned copies of opts.headers; may hold a credential */
     char *body;
+    char *method; /* owned copies: the caller's strings may be on its stack */
+    char *url;
+    char *ca_file;
     struct mx_ureq *ureq;
     struct mx_upcall *next; /* in up's queue */
     struct mx_upcall *prev;
@@ -127,6 +130,9 @@ static void call_free(struct mx_upcall *c)
         mx_secret_wipe_free(c->lines[i]);
     free(c->lines);
     free(c->body);
+    free(c->method);
+    free(c->url);
+    free(c->ca_file);
     free(c);
 }
 
@@ -393,6 +399,12 @@ int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstr
         memcpy(c->body, opts->body, opts->body_len);
     }
     c->opts.body = c->body;
+    c->method = mx_xstrdup(opts->method);
+    c->url = mx_xstrdup(opts->url);
+    c->ca_file = opts->ca_file ? mx_xstrdup(opts->ca_file) : NULL;
+    c->opts.method = c->method;
+    c->opts.url = c->url;
+    c->opts.ca_file = c->ca_file;
     c->is_stream = strcmp(opts->method, "GET") == 0;
     c->deadline = ev_now(loop) + wake_timeout_s(up);
     ev_init(&c->timer, timer_cb);
