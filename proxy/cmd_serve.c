@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mcplex serve`: load the config, resolve its secrets, run the gateway on
- * libev's default loop. SIGTERM/SIGINT stop accepting, let in-flight
- * requests finish (bounded) and exit 0.
+ * `mcplex serve`: load the config, resolve its secrets, set up TLS when
+ * [listen] tls = true (making the local CA and localhost certificate on
+ * first run), run the gateway on libev's default loop. SIGTERM/SIGINT stop
+ * accepting, let in-flight requests finish (bounded) and exit 0.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,9 +17,11 @@
 #include <ev.h>
 
 #include "alloc.h"
+#include "certs.h"
 #include "cmd.h"
 #include "gateway.h"
 #include "log.h"
+#include "tls.h"
 
 #define DRAIN_LIMIT_S 10.0
 
@@ -95,6 +98,46 @@ static int write_port_file(const char *path, int port)
     return rename(tmp, path);
 }
 
+/*
+ * The TLS context for [listen]: cert and key from the config, else the
+ * localhost pair in <state_dir>/certs, made (CA included) on first run and
+ * renewed when close to expiry. Returns NULL after printing why.
+ */
+static struct mx_tls *tls_setup(const struct mx_config *cfg)
+{
+    struct mx_certs_paths p = {0};
+    struct mx_tls *tls = NULL;
+    const char *cert = cfg->listen.cert, *key = cfg->listen.key;
+    char err[1024];
+
+    if (cert == NULL || key == NULL) {
+        struct mx_diag diag = {0};
+        bool created = false, renewed = false;
+        char *dir = mx_certs_default_dir(cfg->proxy.state_dir);
+        mx_certs_paths_init(&p, dir);
+        free(dir);
+        if (mx_certs_ensure(&p, MX_CERTS_RENEW_DAYS, &created, &renewed, &diag) != 0) {
+            fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, err, sizeof(err)));
+            goto out;
+        }
+        if (created)
+            mx_log_info("serve",
+                        "created a local CA and a localhost certificate in %s; clients must "
+                        "trust %s (`mcplex certs show` says how)",
+                        p.dir, p.ca_cert);
+        if (renewed)
+            mx_log_info("serve", "renewed the localhost certificate %s from the local CA",
+                        p.leaf_cert);
+        cert = p.leaf_cert;
+        key = p.leaf_key;
+    }
+    if (mx_tls_new(cert, key, &tls, err, sizeof(err)) != 0)
+        fprintf(stderr, "mcplex: %s: [listen] %s\n", cfg->path, err);
+out:
+    mx_certs_paths_clear(&p);
+    return tls;
+}
+
 static bool is_loopback_address(const char *addr)
 {
     return strncmp(addr, "127.", 4) == 0 || strncmp(addr, "[::1]:", 6) == 0 ||
@@ -153,14 +196,6 @@ int mx_cmd_serve(int argc, char **argv)
         return 2;
     }
     mx_log_set_level(level);
-    if (cfg->listen.tls) {
-        fprintf(stderr,
-                "mcplex: %s: [listen] tls = true, but this version serves plain HTTP "
-                "only; set tls = false\n",
-                cfg->path);
-        mx_config_free(cfg);
-        return 1;
-    }
     if (!is_loopback_address(cfg->listen.address) && !cfg->listen.allow_remote) {
         fprintf(stderr,
                 "mcplex: %s: [listen] address %s is not loopback; set allow_remote = true "
@@ -181,15 +216,26 @@ int mx_cmd_serve(int argc, char **argv)
         mx_config_free(cfg);
         return 1;
     }
+    struct mx_tls *tls = NULL;
+    if (cfg->listen.tls && (tls = tls_setup(cfg)) == NULL) {
+        mx_config_free(cfg);
+        curl_global_cleanup();
+        return 1;
+    }
+    const char *scheme = tls ? "https" : "http";
     struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
     struct serve s = {0};
     s.gw = mx_gateway_new(loop, cfg, &diag);
     if (s.gw == NULL) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
         mx_config_free(cfg);
+        mx_tls_free(tls);
         curl_global_cleanup();
         return 1;
     }
+    /* Nothing is accepted before ev_run(), so every connection gets TLS. */
+    if (tls)
+        mx_httpd_set_tls(s.gw->httpd, tls);
     ev_signal_init(&s.sigterm, stop_cb, SIGTERM);
     ev_signal_init(&s.sigint, stop_cb, SIGINT);
     ev_signal_init(&s.sighup, hup_cb, SIGHUP);
@@ -200,10 +246,10 @@ int mx_cmd_serve(int argc, char **argv)
 
     const char *a = cfg->listen.address;
     const char *colon = strrchr(a, ':');
-    mx_log_info("serve", "mcplex %s listening on http://%.*s:%d (%zu upstreams)", MX_VERSION,
+    mx_log_info("serve", "mcplex %s listening on %s://%.*s:%d (%zu upstreams)", MX_VERSION, scheme,
                 (int)(colon - a), a, s.gw->port, cfg->server_cnt);
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
-        mx_log_info("serve", "  http://%.*s:%d/mcp/%s -> %s", (int)(colon - a), a, s.gw->port,
+        mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
                     s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
     if (port_file && write_port_file(port_file, s.gw->port) != 0)
         mx_log_warn("serve", "cannot write port file %s: %s", port_file, strerror(errno));
@@ -215,6 +261,7 @@ int mx_cmd_serve(int argc, char **argv)
     ev_signal_stop(loop, &s.sighup);
     ev_timer_stop(loop, &s.drain);
     mx_gateway_free(s.gw);
+    mx_tls_free(tls);
     curl_global_cleanup();
     mx_log_info("serve", "stopped");
     return 0;

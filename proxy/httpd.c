@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Listening sockets, connections and HTTP/1.1 on the libev loop. Each
- * connection parses with http-parser, holds at most one request in flight
- * (pipelined bytes wait, parsed only after the response ends), and streams
- * the response from a capped output buffer with high/low watermarks. A
+ * The server core: listening sockets, accepted connections, the transport
+ * (plain or TLS, through the xprt ops table) and its handshake, the choice of
+ * HTTP front end (ALPN, or on a plain socket the HTTP/2 client preface), and
+ * capped input and output buffers moved on one ev_io per connection. A
  * connection is never freed inside its own callbacks: close marks it and the
  * reaper (an ev_prepare) frees it before the loop blocks again.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,20 +18,21 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include <http_parser.h>
-
 #include "alloc.h"
+#include "conn.h"
 #include "err.h"
 #include "httpd.h"
 #include "log.h"
 #include "num.h"
-#include "req_int.h"
+#include "tls.h"
 
-#define READ_CHUNK 16384
-#define OUT_HIGH   (256 * 1024)
-#define OUT_LOW    (64 * 1024)
-#define OUT_CAP    (64 * 1024 * 1024)
-#define MAX_LISTEN 4
+#define MAX_LISTEN   4
+#define READ_ROUNDS  16 /* reads per readiness event before yielding to others */
+#define ACCEPT_BATCH 64
+
+/* RFC 9113 §3.4: the client connection preface. */
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof(h2_preface) - 1)
 
 struct listener {
     ev_io io;
@@ -40,50 +40,35 @@ struct listener {
     struct mx_httpd *srv;
 };
 
-struct conn {
-    struct mx_httpd *srv;
-    struct conn *next; /* live list or reap list */
-    struct conn *prev;
-    unsigned long id;
-    int fd;
-    char peer[64];
-    ev_io rio;
-    ev_io wio;
-    ev_timer timer;
-    ev_timer kick; /* resumes parsing on the next loop turn, outside the handler */
-    http_parser parser;
-    struct mx_buf in;   /* received, not yet parsed */
-    struct mx_buf out;  /* to send */
-    struct mx_req *req; /* request being parsed or handled; owned */
-    size_t requests;
-    int error_status; /* set by parser callbacks to answer a limit */
-    bool in_message;  /* between message begin and complete */
-    bool dispatched;  /* the current request went to the handler */
-    bool chunked;     /* response uses chunked encoding */
-    bool close_after; /* close once the output drained */
-    bool keep_alive;
-    bool closing;
-    bool draining_notify; /* handler asked to be told when output drains */
-    int in_call;          /* inside a response call made by the handler */
-};
-
 struct mx_httpd {
     struct ev_loop *loop;
     struct mx_httpd_opts opts;
     mx_httpd_request_cb on_request;
     void *data;
+    mx_xprt_new_cb xprt_new;
+    void *xprt_ctx;
     struct listener listeners[MAX_LISTEN];
     size_t listener_cnt;
-    struct conn *conns; /* live */
-    struct conn *reap;  /* closed, freed by the reaper */
+    struct mx_conn *conns; /* live */
+    struct mx_conn *reap;  /* closed, freed by the reaper */
     size_t conn_cnt;
     unsigned long next_conn_id;
     ev_prepare reaper;
-    http_parser_settings settings;
     bool limit_logged;
 };
 
-static const struct mx_req_proto h1_proto;
+/* Core-private per-connection flags live beside the shared struct. */
+struct core_conn {
+    struct mx_conn c;
+    unsigned io_events; /* EV_READ / EV_WRITE currently set on c.io */
+    bool read_more;     /* the last read round stopped before MX_EAGAIN */
+    bool proto_kick;    /* the front end asked for a kick */
+};
+
+static struct core_conn *cc(struct mx_conn *c)
+{
+    return mx_container_of(c, struct core_conn, c);
+}
 
 void mx_httpd_opts_default(struct mx_httpd_opts *o)
 {
@@ -93,31 +78,132 @@ void mx_httpd_opts_default(struct mx_httpd_opts *o)
     o->header_timeout_s = 10.0;
     o->idle_timeout_s = 120.0;
     o->max_requests_per_conn = 0;
+    o->h2_max_streams = 128;
 }
 
-/* ---- connection lifecycle ---- */
+const struct mx_httpd_opts *mx_conn_opts(const struct mx_conn *c)
+{
+    return &c->srv->opts;
+}
 
-static void conn_close(struct conn *c)
+void mx_conn_dispatch(struct mx_conn *c, struct mx_req *req)
+{
+    c->srv->on_request(req, c->srv->data);
+}
+
+const char *mx_conn_state_name(enum mx_conn_state st)
+{
+    switch (st) {
+    case MX_CONN_HANDSHAKE:
+        return "handshake";
+    case MX_CONN_SNIFF:
+        return "sniff";
+    case MX_CONN_OPEN:
+        return "open";
+    case MX_CONN_CLOSED:
+        return "closed";
+    }
+    return "?";
+}
+
+static void set_state(struct mx_conn *c, enum mx_conn_state st)
+{
+    mx_log_debug("http", "conn#%lu %s -> %s", c->id, mx_conn_state_name(c->state),
+                 mx_conn_state_name(st));
+    c->state = st;
+}
+
+bool mx_conn_is_closed(const struct mx_conn *c)
+{
+    return c->state == MX_CONN_CLOSED;
+}
+
+/* ---- watchers ---- */
+
+static unsigned to_ev(unsigned xprt_events)
+{
+    return ((xprt_events & MX_XPRT_READ) ? (unsigned)EV_READ : 0u) |
+           ((xprt_events & MX_XPRT_WRITE) ? (unsigned)EV_WRITE : 0u);
+}
+
+static bool input_full(const struct mx_conn *c)
+{
+    return mx_buf_len(&c->in) >= c->in.cap;
+}
+
+/* Set the socket events from what the connection waits for now. */
+static void update_io(struct mx_conn *c)
+{
+    struct core_conn *k = cc(c);
+    const struct mx_xprt_ops *ops = c->x->ops;
+    unsigned want = 0;
+    if (c->state == MX_CONN_CLOSED)
+        return;
+    if (c->state == MX_CONN_HANDSHAKE) {
+        want = ops->wants(c->x, MX_XPRT_READ);
+    } else {
+        if (!c->read_paused && !c->eof && !input_full(c))
+            want |= ops->wants(c->x, MX_XPRT_READ);
+        if (mx_buf_len(&c->out))
+            want |= ops->wants(c->x, MX_XPRT_WRITE);
+    }
+    unsigned ev = to_ev(want);
+    if (ev == k->io_events)
+        return;
+    ev_io_stop(c->loop, &c->io);
+    k->io_events = ev;
+    if (ev) {
+        ev_io_set(&c->io, c->x->fd, (int)ev);
+        ev_io_start(c->loop, &c->io);
+    }
+}
+
+void mx_conn_set_timer(struct mx_conn *c, double seconds)
+{
+    ev_timer_stop(c->loop, &c->timer);
+    if (seconds <= 0 || c->state == MX_CONN_CLOSED)
+        return;
+    ev_timer_set(&c->timer, seconds, 0.0);
+    ev_timer_start(c->loop, &c->timer);
+}
+
+void mx_conn_kick(struct mx_conn *c)
+{
+    if (c->state == MX_CONN_CLOSED)
+        return;
+    cc(c)->proto_kick = true;
+    ev_timer_start(c->loop, &c->kick);
+}
+
+void mx_conn_pause_read(struct mx_conn *c, bool paused)
+{
+    if (c->read_paused == paused || c->state == MX_CONN_CLOSED)
+        return;
+    c->read_paused = paused;
+    if (!paused) {
+        /* TLS may hold decrypted bytes the socket will not signal again. */
+        cc(c)->read_more = true;
+        ev_timer_start(c->loop, &c->kick);
+    }
+    update_io(c);
+}
+
+/* ---- lifecycle ---- */
+
+void mx_conn_close(struct mx_conn *c)
 {
     struct mx_httpd *s = c->srv;
-    if (c->closing)
+    if (c->state == MX_CONN_CLOSED)
         return;
-    c->closing = true;
-    ev_io_stop(s->loop, &c->rio);
-    ev_io_stop(s->loop, &c->wio);
+    set_state(c, MX_CONN_CLOSED);
+    ev_io_stop(s->loop, &c->io);
     ev_timer_stop(s->loop, &c->timer);
     ev_timer_stop(s->loop, &c->kick);
-    if (c->req && c->dispatched) {
-        /* Inside a handler's own call the handler learns it from MX_ECLOSED;
-         * calling back into it there would free what it is still using. */
-        if (c->in_call)
-            c->req->ended = true;
-        else
-            mx_req_notify_abort(c->req);
-    }
-    close(c->fd);
-    c->fd = -1;
-    /* unlink from live list, push on reap list */
+    if (c->proto)
+        c->proto->closed(c);
+    if (mx_buf_len(&c->out) == 0)
+        c->x->ops->shutdown(c->x);
+    c->x->ops->close(c->x);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -130,12 +216,21 @@ static void conn_close(struct conn *c)
     s->conn_cnt--;
 }
 
-static void conn_free(struct conn *c)
+void mx_conn_close_after(struct mx_conn *c)
 {
-    mx_req_free(c->req);
+    c->close_after = true;
+    if (mx_buf_len(&c->out) == 0)
+        mx_conn_close(c);
+}
+
+static void conn_free(struct mx_conn *c)
+{
+    if (c->proto)
+        c->proto->free(c);
+    c->x->ops->free(c->x);
     mx_buf_clear(&c->in);
     mx_buf_clear(&c->out);
-    free(c);
+    free(cc(c));
 }
 
 static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -144,7 +239,7 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)loop;
     (void)revents;
     while (s->reap) {
-        struct conn *c = s->reap;
+        struct mx_conn *c = s->reap;
         s->reap = c->next;
         conn_free(c);
     }
@@ -152,436 +247,181 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 
 /* ---- output ---- */
 
-static void conn_flush(struct conn *c)
+int mx_conn_write(struct mx_conn *c, const void *p, size_t len)
 {
+    if (c->state == MX_CONN_CLOSED)
+        return MX_ECLOSED;
+    if (mx_buf_append(&c->out, p, len)) {
+        /* A producer that ignores MX_EAGAIN would grow us without bound. */
+        mx_log_warn("http", "conn#%lu output over %d bytes; closing", c->id, MX_CONN_OUT_CAP);
+        mx_conn_close(c);
+        return MX_ECLOSED;
+    }
+    if (mx_buf_len(&c->out) >= MX_CONN_OUT_HIGH)
+        c->out_high = true;
+    return 0;
+}
+
+void mx_conn_flush(struct mx_conn *c)
+{
+    if (c->state == MX_CONN_CLOSED || c->state == MX_CONN_HANDSHAKE)
+        return;
     while (mx_buf_len(&c->out)) {
-        /* MSG_NOSIGNAL: a peer that left must not kill us with SIGPIPE. */
-        ssize_t n = send(c->fd, mx_buf_data(&c->out), mx_buf_len(&c->out), MSG_NOSIGNAL);
-        if (n < 0 && errno == ENOTSOCK)
-            n = write(c->fd, mx_buf_data(&c->out), mx_buf_len(&c->out));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            mx_log_debug("http", "conn#%lu write: %s", c->id, strerror(errno));
-            conn_close(c);
+        ssize_t n = c->x->ops->write(c->x, mx_buf_data(&c->out), mx_buf_len(&c->out));
+        if (n == MX_EAGAIN)
+            break;
+        if (n <= 0) {
+            const char *why = c->x->ops->error(c->x);
+            mx_log_debug("http", "conn#%lu write: %s", c->id, *why ? why : mx_strerror((int)n));
+            mx_conn_close(c);
             return;
         }
         mx_buf_consume(&c->out, (size_t)n);
     }
-    if (mx_buf_len(&c->out))
-        ev_io_start(c->srv->loop, &c->wio);
-    else
-        ev_io_stop(c->srv->loop, &c->wio);
-}
-
-static void resume_parsing(struct conn *c);
-
-static void after_flush(struct conn *c)
-{
-    if (c->closing)
-        return;
     if (mx_buf_len(&c->out) == 0 && c->close_after) {
-        conn_close(c);
+        mx_conn_close(c);
         return;
     }
-    if (c->draining_notify && mx_buf_len(&c->out) <= OUT_LOW && c->req) {
-        c->draining_notify = false;
-        mx_req_notify_drain(c->req);
-    }
+    update_io(c);
 }
 
-static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* After a write event: tell the front end when the output fell low. */
+static void after_write(struct mx_conn *c)
 {
-    struct conn *c = mx_container_of(w, struct conn, wio);
-    (void)loop;
-    (void)revents;
-    conn_flush(c);
-    after_flush(c);
-}
-
-static int out_append(struct conn *c, const void *p, size_t len)
-{
-    if (mx_buf_append(&c->out, p, len)) {
-        /* A handler that ignores MX_EAGAIN would grow us without bound. */
-        mx_log_warn("http", "conn#%lu output over %d bytes; closing", c->id, OUT_CAP);
-        conn_close(c);
-        return MX_ECLOSED;
-    }
-    return 0;
-}
-
-static void simple_response(struct conn *c, int status, const char *msg)
-{
-    char body[256];
-    char head[512];
-    int bl = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
-    int hl = snprintf(head, sizeof(head),
-                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\nConnection: close\r\n\r\n",
-                      status, mx_http_reason(status), bl);
-    out_append(c, head, (size_t)hl);
-    out_append(c, body, (size_t)bl);
-    c->close_after = true;
-    ev_io_stop(c->srv->loop, &c->rio);
-    ev_timer_stop(c->srv->loop, &c->timer);
-    conn_flush(c);
-    after_flush(c);
-}
-
-/* ---- mx_req_proto for HTTP/1.1 ---- */
-
-static bool hdr_is(const char *name, const char *want)
-{
-    return strcasecmp(name, want) == 0;
-}
-
-static int h1_start_in(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
-                       long long body_len)
-{
-    struct conn *c = req->conn;
-    struct mx_buf h;
-    int rc = 0;
-    if (c == NULL || c->closing)
-        return MX_ECLOSED;
-    mx_buf_init(&h, 64 * 1024);
-    rc |= mx_buf_printf(&h, "HTTP/1.%d %d %s\r\n", req->version == 10 ? 0 : 1, status,
-                        mx_http_reason(status));
-    for (size_t i = 0; i < cnt; i++) {
-        /* Framing headers are ours to set (RFC 9112 §6). */
-        if (hdr_is(hdrs[i].name, "Content-Length") || hdr_is(hdrs[i].name, "Transfer-Encoding") ||
-            hdr_is(hdrs[i].name, "Connection"))
-            continue;
-        rc |= mx_buf_printf(&h, "%s: %s\r\n", hdrs[i].name, hdrs[i].value);
-    }
-    c->chunked = false;
-    if (body_len >= 0) {
-        if (status >= 200 && status != 204 && status != 304)
-            rc |= mx_buf_printf(&h, "Content-Length: %lld\r\n", body_len);
-    } else if (req->version >= 11) {
-        c->chunked = true;
-        rc |= mx_buf_append_str(&h, "Transfer-Encoding: chunked\r\n");
-    } else {
-        /* HTTP/1.0 without a length: the close delimits the body. */
-        c->keep_alive = false;
-    }
-    if (!c->keep_alive)
-        rc |= mx_buf_append_str(&h, "Connection: close\r\n");
-    rc |= mx_buf_append_str(&h, "\r\n");
-    if (rc) {
-        mx_buf_clear(&h);
-        return MX_ELIMIT;
-    }
-    rc = out_append(c, mx_buf_data(&h), mx_buf_len(&h));
-    mx_buf_clear(&h);
-    if (rc)
-        return rc;
-    conn_flush(c);
-    return c->closing ? MX_ECLOSED : 0;
-}
-
-static int h1_write_in(struct mx_req *req, const void *p, size_t len)
-{
-    struct conn *c = req->conn;
-    if (c == NULL || c->closing)
-        return MX_ECLOSED;
-    if (c->chunked) {
-        char sz[32];
-        int n = snprintf(sz, sizeof(sz), "%zx\r\n", len);
-        if (out_append(c, sz, (size_t)n) || out_append(c, p, len) || out_append(c, "\r\n", 2))
-            return MX_ECLOSED;
-    } else if (out_append(c, p, len)) {
-        return MX_ECLOSED;
-    }
-    conn_flush(c);
-    if (c->closing)
-        return MX_ECLOSED;
-    if (mx_buf_len(&c->out) > OUT_HIGH) {
-        c->draining_notify = true;
-        return MX_EAGAIN;
-    }
-    return 0;
-}
-
-static void finish_request(struct conn *c)
-{
-    mx_req_free(c->req);
-    c->req = NULL;
-    c->dispatched = false;
-    c->draining_notify = false;
-    if (!c->keep_alive) {
-        c->close_after = true;
-        after_flush(c);
+    if (c->state != MX_CONN_OPEN)
         return;
+    if (c->out_high && mx_buf_len(&c->out) <= MX_CONN_OUT_LOW) {
+        c->out_high = false;
+        c->proto->drained(c);
     }
-    /* Not now: we are inside the handler's mx_req_end(), and the next
-     * pipelined request must not re-enter it. */
-    ev_timer_start(c->srv->loop, &c->kick);
-}
-
-static void h1_end_in(struct mx_req *req)
-{
-    struct conn *c = req->conn;
-    if (c == NULL || c->closing)
-        return;
-    if (c->chunked && out_append(c, "0\r\n\r\n", 5))
-        return;
-    conn_flush(c);
-    if (c->closing)
-        return;
-    finish_request(c);
-}
-
-static void h1_reset_in(struct mx_req *req)
-{
-    struct conn *c = req->conn;
-    if (c == NULL || c->closing)
-        return;
-    /* Drop unsent bytes too: a reset means the stream broke. */
-    mx_buf_reset(&c->out);
-    c->dispatched = false; /* no abort callback for a reset the handler asked for */
-    conn_close(c);
-}
-
-/* The handler's calls are bracketed so conn_close knows not to call back. */
-static int h1_start(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
-                    long long body_len)
-{
-    struct conn *c = req->conn;
-    c->in_call++;
-    int rc = h1_start_in(req, status, hdrs, cnt, body_len);
-    c->in_call--;
-    return rc;
-}
-
-static int h1_write(struct mx_req *req, const void *p, size_t len)
-{
-    struct conn *c = req->conn;
-    c->in_call++;
-    int rc = h1_write_in(req, p, len);
-    c->in_call--;
-    return rc;
-}
-
-static void h1_end(struct mx_req *req)
-{
-    struct conn *c = req->conn;
-    c->in_call++;
-    h1_end_in(req);
-    c->in_call--;
-}
-
-static void h1_reset(struct mx_req *req)
-{
-    struct conn *c = req->conn;
-    c->in_call++;
-    h1_reset_in(req);
-    c->in_call--;
-}
-
-static const struct mx_req_proto h1_proto = {h1_start, h1_write, h1_end, h1_reset};
-
-/* ---- parser callbacks ---- */
-
-static int on_message_begin(http_parser *p)
-{
-    struct conn *c = p->data;
-    c->req = mx_req_new(&h1_proto, c, c->srv->opts.max_header, c->srv->opts.max_body);
-    snprintf(c->req->peer, sizeof(c->req->peer), "%s", c->peer);
-    c->in_message = true;
-    /* The head and body must arrive within header_timeout (slowloris). */
-    ev_timer_stop(c->srv->loop, &c->timer);
-    ev_timer_set(&c->timer, c->srv->opts.header_timeout_s, 0.0);
-    ev_timer_start(c->srv->loop, &c->timer);
-    return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t len)
-{
-    struct conn *c = p->data;
-    if (mx_buf_append(&c->req->url, at, len)) {
-        c->error_status = 414;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    struct conn *c = p->data;
-    if (mx_req_add_header_piece(c->req, true, at, len)) {
-        c->error_status = 431;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct conn *c = p->data;
-    if (mx_req_add_header_piece(c->req, false, at, len)) {
-        c->error_status = 431;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    struct conn *c = p->data;
-    struct mx_req *req = c->req;
-    const char *m = http_method_str((enum http_method)p->method);
-    snprintf(req->method, sizeof(req->method), "%s", m);
-    req->version = p->http_major * 10 + p->http_minor;
-    if (p->http_major != 1) {
-        c->error_status = 505;
-        return -1;
-    }
-    mx_req_finish_head(req);
-    c->keep_alive = http_should_keep_alive(p) != 0;
-    if (c->srv->opts.max_requests_per_conn && c->requests + 1 >= c->srv->opts.max_requests_per_conn)
-        c->keep_alive = false;
-    /* Refuse an announced oversized body before reading it. */
-    if ((p->flags & F_CONTENTLENGTH) && p->content_length > c->srv->opts.max_body) {
-        c->error_status = 413;
-        return -1;
-    }
-    const struct mx_str *expect = mx_req_header(req, "Expect");
-    if (expect && mx_str_caseeq_cstr(*expect, "100-continue") && req->version >= 11 &&
-        out_append(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 0)
-        conn_flush(c);
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t len)
-{
-    struct conn *c = p->data;
-    if (mx_buf_append(&c->req->body, at, len)) {
-        c->error_status = 413;
-        return -1;
-    }
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    struct conn *c = p->data;
-    c->in_message = false;
-    c->requests++;
-    ev_timer_stop(c->srv->loop, &c->timer);
-    /* One request in flight: stop here until the response ends. */
-    http_parser_pause(p, 1);
-    return 0;
 }
 
 /* ---- input ---- */
 
-static void dispatch(struct conn *c)
+static void attach(struct mx_conn *c, const struct mx_conn_proto *proto)
 {
-    c->dispatched = true;
-    c->srv->on_request(c->req, c->srv->data);
+    set_state(c, MX_CONN_OPEN);
+    c->proto = proto;
+    mx_log_debug("http", "conn#%lu from %s: %s over %s", c->id, c->peer, proto->name,
+                 c->x->ops->name);
+    proto->start(c);
 }
 
-static void arm_idle(struct conn *c)
+/* Plain socket, no ALPN: the first bytes tell HTTP/2 with prior knowledge
+ * (RFC 9113 §3.3) from HTTP/1.x. */
+static void sniff(struct mx_conn *c)
 {
-    ev_timer_stop(c->srv->loop, &c->timer);
-    ev_timer_set(&c->timer, c->srv->opts.idle_timeout_s, 0.0);
-    ev_timer_start(c->srv->loop, &c->timer);
+    size_t n = mx_buf_len(&c->in);
+    if (n > H2_PREFACE_LEN)
+        n = H2_PREFACE_LEN;
+    if (memcmp(mx_buf_data(&c->in), h2_preface, n) != 0)
+        attach(c, &mx_http1_proto);
+    else if (n == H2_PREFACE_LEN)
+        attach(c, &mx_http2_proto);
 }
 
-/* Parse buffered input; dispatches at most one request. */
-static void parse_input(struct conn *c)
+static void do_read(struct mx_conn *c)
 {
-    if (c->closing || c->dispatched || mx_buf_len(&c->in) == 0)
-        return;
-    size_t n =
-        http_parser_execute(&c->parser, &c->srv->settings, mx_buf_data(&c->in), mx_buf_len(&c->in));
-    enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-    if (e == HPE_PAUSED) {
-        /* http-parser stops after the byte that completed the message */
-        mx_buf_consume(&c->in, n);
-        http_parser_pause(&c->parser, 0);
-        dispatch(c);
-        return;
-    }
-    if (e != HPE_OK) {
-        int status = c->error_status ? c->error_status : 400;
-        if (status == 413 || status == 431 || status == 414) {
-            if (!c->srv->limit_logged)
-                mx_log_warn("http", "conn#%lu from %s: request over a size limit (%d)", c->id,
-                            c->peer, status);
-        } else {
-            mx_log_debug("http", "conn#%lu bad request: %s", c->id, http_errno_name(e));
+    char buf[MX_CONN_READ_CHUNK];
+    for (int i = 0; i < READ_ROUNDS; i++) {
+        if (c->state == MX_CONN_CLOSED || c->read_paused || c->eof)
+            return;
+        size_t room = c->in.cap - mx_buf_len(&c->in);
+        if (room == 0)
+            return;
+        ssize_t n = c->x->ops->read(c->x, buf, room < sizeof(buf) ? room : sizeof(buf));
+        if (n == MX_EAGAIN)
+            return;
+        if (n <= 0) {
+            if (n < 0) {
+                const char *why = c->x->ops->error(c->x);
+                mx_log_debug("http", "conn#%lu read: %s", c->id, *why ? why : mx_strerror((int)n));
+            }
+            /* A peer that ends its side gets no more answers from us either. */
+            c->eof = true;
+            mx_conn_close(c);
+            return;
         }
-        simple_response(c, status,
-                        status == 400 ? "malformed HTTP request" : mx_http_reason(status));
+        /* Cannot fail: |n| fits in the room left. */
+        mx_buf_append(&c->in, buf, (size_t)n);
+        if (c->state == MX_CONN_SNIFF)
+            sniff(c);
+        else
+            c->proto->input(c);
+    }
+    cc(c)->read_more = true;
+    ev_timer_start(c->loop, &c->kick);
+}
+
+static void do_handshake(struct mx_conn *c)
+{
+    int rc = c->x->ops->handshake(c->x);
+    if (rc == MX_EAGAIN) {
+        update_io(c);
         return;
     }
-    mx_buf_consume(&c->in, n);
-}
-
-static void resume_parsing(struct conn *c)
-{
-    if (mx_buf_len(&c->in))
-        parse_input(c);
-    if (!c->closing && !c->dispatched) {
-        if (!c->in_message)
-            arm_idle(c);
-        ev_io_start(c->srv->loop, &c->rio);
+    if (rc < 0) {
+        const char *why = c->x->ops->error(c->x);
+        mx_log_info("http", "conn#%lu from %s: %s", c->id, c->peer, *why ? why : mx_strerror(rc));
+        mx_conn_close(c);
+        return;
     }
+    const char *alpn = c->x->ops->alpn(c->x);
+    if (alpn == NULL)
+        set_state(c, MX_CONN_SNIFF);
+    else
+        attach(c, strcmp(alpn, "h2") == 0 ? &mx_http2_proto : &mx_http1_proto);
+    /* The peer's first request may have arrived with its last handshake bytes. */
+    do_read(c);
+    update_io(c);
 }
 
-static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-    struct conn *c = mx_container_of(w, struct conn, rio);
-    char buf[READ_CHUNK];
+    struct mx_conn *c = mx_container_of(w, struct mx_conn, io);
     (void)loop;
     (void)revents;
-    ssize_t n = read(c->fd, buf, sizeof(buf));
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-            return;
-        conn_close(c);
+    if (c->state == MX_CONN_HANDSHAKE) {
+        do_handshake(c);
         return;
     }
-    if (n == 0) {
-        conn_close(c);
-        return;
+    /* Both directions on any event: a TLS read may wait for writability. */
+    if (mx_buf_len(&c->out)) {
+        mx_conn_flush(c);
+        after_write(c);
     }
-    if (mx_buf_append(&c->in, buf, (size_t)n)) {
-        /* Only reachable while a request is being handled: stop reading. */
-        ev_io_stop(c->srv->loop, &c->rio);
-        return;
-    }
-    if (c->dispatched) {
-        /* Pipelined bytes wait; keep reading only to notice a close. */
-        if (mx_buf_len(&c->in) >= c->in.cap / 2)
-            ev_io_stop(c->srv->loop, &c->rio);
-        return;
-    }
-    parse_input(c);
+    do_read(c);
+    update_io(c);
 }
 
 static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    struct conn *c = mx_container_of(w, struct conn, kick);
+    struct mx_conn *c = mx_container_of(w, struct mx_conn, kick);
+    struct core_conn *k = cc(c);
     (void)loop;
     (void)revents;
-    resume_parsing(c);
+    if (k->read_more) {
+        k->read_more = false;
+        do_read(c);
+    }
+    if (k->proto_kick && c->state == MX_CONN_OPEN) {
+        k->proto_kick = false;
+        c->proto->kick(c);
+    }
+    update_io(c);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    struct conn *c = mx_container_of(w, struct conn, timer);
+    struct mx_conn *c = mx_container_of(w, struct mx_conn, timer);
     (void)loop;
     (void)revents;
-    if (c->in_message && !c->dispatched) {
-        mx_log_debug("http", "conn#%lu from %s: request not received in time", c->id, c->peer);
-        simple_response(c, 408, "request not received in time");
+    if (c->state == MX_CONN_OPEN) {
+        c->proto->timeout(c);
         return;
     }
-    conn_close(c);
+    mx_log_debug("http", "conn#%lu from %s: no request in time", c->id, c->peer);
+    mx_conn_close(c);
 }
 
 /* ---- accept ---- */
@@ -590,17 +430,17 @@ void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct conn *c = mx_xcalloc(1, sizeof(*c));
+    struct core_conn *k = mx_xcalloc(1, sizeof(*k));
+    struct mx_conn *c = &k->c;
     c->srv = s;
-    c->fd = fd;
+    c->loop = s->loop;
+    c->x = s->xprt_new(s->xprt_ctx, fd);
     c->id = ++s->next_conn_id;
+    c->state = MX_CONN_HANDSHAKE;
     snprintf(c->peer, sizeof(c->peer), "%s", peer ? peer : "");
-    mx_buf_init(&c->in, s->opts.max_header + READ_CHUNK);
-    mx_buf_init(&c->out, OUT_CAP);
-    http_parser_init(&c->parser, HTTP_REQUEST);
-    c->parser.data = c;
-    ev_io_init(&c->rio, read_cb, fd, EV_READ);
-    ev_io_init(&c->wio, write_cb, fd, EV_WRITE);
+    mx_buf_init(&c->in, s->opts.max_header + MX_CONN_READ_CHUNK);
+    mx_buf_init(&c->out, MX_CONN_OUT_CAP);
+    ev_io_init(&c->io, io_cb, fd, EV_READ);
     ev_init(&c->timer, timer_cb);
     ev_timer_init(&c->kick, kick_cb, 0.0, 0.0);
     c->next = s->conns;
@@ -608,10 +448,10 @@ void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer)
         s->conns->prev = c;
     s->conns = c;
     s->conn_cnt++;
-    /* Until the first byte, the header timeout applies (slowloris). */
-    ev_timer_set(&c->timer, s->opts.header_timeout_s, 0.0);
-    ev_timer_start(s->loop, &c->timer);
-    ev_io_start(s->loop, &c->rio);
+    /* Handshake and first request within the header timeout (slowloris). */
+    mx_conn_set_timer(c, s->opts.header_timeout_s);
+    k->io_events = EV_READ;
+    ev_io_start(s->loop, &c->io);
 }
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -620,8 +460,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
     struct mx_httpd *s = l->srv;
     (void)loop;
     (void)revents;
-    for (int i = 0; i < 64; i++) {
-        struct sockaddr_storage ss;
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        struct sockaddr_storage ss = {0};
         socklen_t sl = sizeof(ss);
         int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -658,19 +498,21 @@ struct mx_httpd *mx_httpd_new(struct ev_loop *loop, const struct mx_httpd_opts *
         s->opts = *opts;
     else
         mx_httpd_opts_default(&s->opts);
+    if (s->opts.h2_max_streams == 0)
+        s->opts.h2_max_streams = 128;
     s->on_request = on_request;
     s->data = data;
-    s->settings.on_message_begin = on_message_begin;
-    s->settings.on_url = on_url;
-    s->settings.on_header_field = on_header_field;
-    s->settings.on_header_value = on_header_value;
-    s->settings.on_headers_complete = on_headers_complete;
-    s->settings.on_body = on_body;
-    s->settings.on_message_complete = on_message_complete;
+    s->xprt_new = mx_xprt_plain_new;
     ev_prepare_init(&s->reaper, reaper_cb);
     ev_prepare_start(loop, &s->reaper);
     ev_unref(loop); /* the reaper alone must not keep the loop alive */
     return s;
+}
+
+void mx_httpd_set_tls(struct mx_httpd *s, struct mx_tls *tls)
+{
+    s->xprt_new = mx_tls_xprt_new;
+    s->xprt_ctx = tls;
 }
 
 int mx_httpd_listen(struct mx_httpd *s, const char *address, int *port, char *err, size_t errcap)
@@ -719,7 +561,7 @@ int mx_httpd_listen(struct mx_httpd *s, const char *address, int *port, char *er
         return MX_EIO;
     }
     freeaddrinfo(ai);
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof(ss);
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     if (port)
@@ -742,12 +584,14 @@ void mx_httpd_stop_accepting(struct mx_httpd *s)
         close(s->listeners[i].fd);
         s->listeners[i].fd = -1;
     }
-    /* Idle keep-alive connections go now; busy ones close after their response. */
-    for (struct conn *c = s->conns, *next; c; c = next) {
+    /* Connections without a front end yet go now; the others finish what
+     * is in flight (HTTP/1.1: the current request; HTTP/2: GOAWAY). */
+    for (struct mx_conn *c = s->conns, *next; c; c = next) {
         next = c->next;
-        c->keep_alive = false;
-        if (!c->dispatched && !c->in_message)
-            conn_close(c);
+        if (c->state == MX_CONN_OPEN)
+            c->proto->stop(c);
+        else
+            mx_conn_close(c);
     }
 }
 
@@ -762,7 +606,7 @@ void mx_httpd_free(struct mx_httpd *s)
         return;
     mx_httpd_stop_accepting(s);
     while (s->conns)
-        conn_close(s->conns);
+        mx_conn_close(s->conns);
     reaper_cb(s->loop, &s->reaper, 0);
     ev_ref(s->loop);
     ev_prepare_stop(s->loop, &s->reaper);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTTP server: listening sockets, connections and HTTP/1.1 (keep-alive,
- * Content-Length and chunked request bodies, limits) on the libev loop,
- * handing each complete request to one callback as a struct mx_req (req.h).
- * Used by the gateway and by sandbox-sim.
+ * The HTTP server: listening sockets and connections on the libev loop,
+ * plain or TLS, speaking HTTP/1.1 (keep-alive, Content-Length and chunked
+ * request bodies, limits) or HTTP/2 (ALPN "h2" on TLS, prior knowledge on
+ * plain sockets), handing each complete request to one callback as a
+ * struct mx_req (req.h) that looks the same for both. Used by the gateway
+ * and by sandbox-sim.
  */
 #ifndef MX_HTTPD_H
 #define MX_HTTPD_H
@@ -15,6 +17,7 @@
 #include "req.h"
 
 struct mx_httpd;
+struct mx_tls;
 
 typedef void (*mx_httpd_request_cb)(struct mx_req *req, void *data);
 
@@ -24,15 +27,23 @@ struct mx_httpd_opts {
     size_t max_connections;       /* accepted at once; more are closed at accept */
     double header_timeout_s;      /* head + body must arrive within this; 408 after */
     double idle_timeout_s;        /* keep-alive idle close */
-    size_t max_requests_per_conn; /* 0: unlimited */
+    size_t max_requests_per_conn; /* 0: unlimited (HTTP/1.1) */
+    size_t h2_max_streams;        /* SETTINGS_MAX_CONCURRENT_STREAMS */
 };
 
-/* Defaults: 64 KiB head, 4 MiB body, 1024 connections, 10 s, 120 s. */
+/* Defaults: 64 KiB head, 4 MiB body, 1024 connections, 10 s, 120 s, 128 streams. */
 void mx_httpd_opts_default(struct mx_httpd_opts *o);
 
 /* Create a server; |on_request| is called for every complete request. */
 struct mx_httpd *mx_httpd_new(struct ev_loop *loop, const struct mx_httpd_opts *opts,
                               mx_httpd_request_cb on_request, void *data);
+
+/*
+ * Serve every connection accepted or adopted from now on over TLS with
+ * |tls| (borrowed; it must outlive the server). Without this call the
+ * server speaks plain HTTP.
+ */
+void mx_httpd_set_tls(struct mx_httpd *s, struct mx_tls *tls);
 
 /*
  * Bind and listen on |address| ("127.0.0.1:8443", "[::1]:0", "localhost:0").
@@ -47,7 +58,10 @@ int mx_httpd_listen(struct mx_httpd *s, const char *address, int *port, char *er
  */
 void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer);
 
-/* Stop accepting; live connections finish their current request and close. */
+/*
+ * Stop accepting. HTTP/1.1 connections finish their current request and
+ * close; HTTP/2 connections get GOAWAY, finish their open streams and close.
+ */
 void mx_httpd_stop_accepting(struct mx_httpd *s);
 
 /* Number of open connections. */

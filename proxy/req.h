@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The protocol-neutral request: what routing, the MCP layer and sandbox-sim
- * see of an HTTP/1.1 request (and later an HTTP/2 stream). The request head
+ * see of an HTTP/1.1 request or an HTTP/2 stream, alike. The request head
  * and the whole body (capped by the server's max_body) are available when the
- * handler is called; the response is written either whole or streamed.
+ * handler is called; the response is written either whole or streamed. On
+ * HTTP/2, :authority appears as a Host header and header names are lowercase
+ * (lookups are case-insensitive either way).
  *
  * Ownership: the connection owns the request. The handler may keep the
  * pointer until it calls mx_req_end(), or until its on_abort callback
@@ -50,9 +52,12 @@ unsigned long mx_req_id(const struct mx_req *req);
 
 /*
  * Callbacks for the handler. on_drain runs when queued response bytes fell
- * below the low watermark after mx_req_write() returned MX_EAGAIN. on_abort
- * runs once if the client goes away before mx_req_end(); the handler must
- * drop the request in it and must not call any mx_req_* on it afterwards.
+ * below the low watermark after mx_req_write() returned MX_EAGAIN (on HTTP/2:
+ * once the peer's flow-control window let them go). on_abort runs once if
+ * the client goes away before mx_req_end() (connection closed, or on HTTP/2
+ * RST_STREAM); the handler must drop the request in it and must not call any
+ * mx_req_* on it afterwards. Neither runs inside the handler's own
+ * mx_req_* call.
  */
 void mx_req_set_handler(struct mx_req *req, mx_req_cb on_drain, mx_req_cb on_abort, void *data);
 void *mx_req_handler_data(const struct mx_req *req);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internals of struct mx_req shared by req.c and the protocol front ends
- * (http1.c, later http2.c). Routing and the MCP layer use req.h only.
+ * (http1.c, http2.c). Routing and the MCP layer use req.h only.
  */
 #ifndef MX_REQ_INT_H
 #define MX_REQ_INT_H
@@ -24,7 +24,7 @@ struct mx_req {
     const struct mx_req_proto *proto;
     void *conn; /* the front end's connection or stream; back-pointer, not owned */
     unsigned long id;
-    int version;
+    int version; /* 10, 11 or 20 */
     char peer[64];
 
     struct mx_buf url;  /* request target as received */

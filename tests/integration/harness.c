@@ -61,6 +61,7 @@ static char *test_dir;
 static bool test_passed;
 static bool inited;
 static unsigned seq;
+static char *ca_file; /* trusted for https:// in mx_it_http_full() */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -744,6 +745,8 @@ int mx_it_http_full(const char *method, const char *url, const char *const *head
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
     /* Test traffic stays on loopback whatever proxy the environment names. */
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -804,6 +807,37 @@ static int poll_http(const char *url, long want, pid_t pid, int timeout_ms)
         }
         sleep_ms(POLL_MS * 2);
     }
+}
+
+void mx_it_set_ca_file(const char *path)
+{
+    free(ca_file);
+    ca_file = path ? mx_xstrdup(path) : NULL;
+}
+
+int mx_it_run(const char *name, const char *const *argv, const char *const *env, int timeout_ms,
+              char **output)
+{
+    char *log = unique_log_path(name, "log");
+    pid_t pid = spawn_proc(name, argv, env, log, NULL);
+    int rc = MX_EIO;
+    if (pid > 0) {
+        rc = mx_it_wait_exit(pid, timeout_ms);
+        if (rc == MX_ETIMEDOUT) {
+            say("%s did not finish in %d ms; killing it", name, timeout_ms);
+            mx_it_signal(pid, SIGKILL);
+            mx_it_wait_exit(pid, REAP_TIMEOUT_MS);
+        } else if (rc >= 0) {
+            rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : MX_EIO;
+        }
+    }
+    if (output) {
+        *output = mx_it_read_file(log, NULL);
+        if (*output == NULL)
+            *output = mx_xstrdup("");
+    }
+    free(log);
+    return rc;
 }
 
 int mx_it_wait_http(const char *url, int timeout_ms)
@@ -1039,6 +1073,20 @@ pid_t mx_it_start_mcplex(const char *config_path, int port)
     return pid;
 }
 
+pid_t mx_it_start_mcplex_tls(const char *config_path, int port, const char *ca)
+{
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *url = mx_xasprintf("https://127.0.0.1:%d/health", port);
+    const char *argv[] = {bin, "serve", "-c", config_path, NULL};
+    mx_it_set_ca_file(ca);
+    pid_t pid = mx_it_spawn("mcplex", argv, NULL, NULL);
+    if (pid > 0 && poll_http(url, 200, pid, MX_IT_START_TIMEOUT_MS) < 0)
+        pid = -1;
+    free(bin);
+    free(url);
+    return pid;
+}
+
 /* ---- cmocka glue ------------------------------------------------------ */
 
 int mx_it_setup(void **state)
@@ -1098,6 +1146,7 @@ int mx_it_teardown(void **state)
         memset(&procs[i], 0, sizeof(procs[i]));
     }
     nprocs = 0;
+    mx_it_set_ca_file(NULL);
     free(test_dir);
     test_dir = NULL;
     test_passed = false;

@@ -154,6 +154,25 @@ pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *e
  * (plain HTTP); waits until GET /health answers 200. Returns the pid or -1. */
 pid_t mx_it_start_mcplex(const char *config_path, int port);
 
+/*
+ * Trust the PEM CA file |ca_file| for https:// URLs in mx_it_http*() and
+ * the waits above, until the test ends (NULL: the system store again).
+ */
+void mx_it_set_ca_file(const char *ca_file);
+/* build/mcplex serve -c |config_path| with a TLS listener on
+ * 127.0.0.1:|port|; waits until GET https://.../health, trusting |ca_file|,
+ * answers 200. Returns the pid or -1. */
+pid_t mx_it_start_mcplex_tls(const char *config_path, int port, const char *ca_file);
+/*
+ * Run |argv| (as mx_it_spawn) to its end, waiting up to |timeout_ms|; its
+ * stdout and stderr go to a log in the test directory, returned whole in
+ * *|output| (caller frees; "" when unreadable) when |output| is not NULL.
+ * Returns the exit status (0..255), MX_ETIMEDOUT (killed) or MX_EIO (could
+ * not start, or killed by a signal).
+ */
+int mx_it_run(const char *name, const char *const *argv, const char *const *env, int timeout_ms,
+              char **output);
+
 /* "canary-<32 hex>" into |buf| (at least MX_IT_CANARY_SIZE bytes). */
 void mx_it_canary(char *buf, size_t cap);
 /*

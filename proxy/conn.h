@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One accepted connection, shared by the server core (httpd.c) and the two
+ * HTTP front ends (http1.c, http2.c); routing and the MCP layer never see it.
+ * The core owns the socket, the transport, the TLS handshake, the watchers,
+ * a capped input and output buffer and the close/reap lifecycle; the front
+ * end chosen after the handshake (ALPN, or the HTTP/2 preface on plain
+ * sockets) consumes input and queues output through the functions below.
+ */
+#ifndef MX_CONN_H
+#define MX_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <ev.h>
+
+#include "buf.h"
+#include "httpd.h"
+#include "xprt.h"
+
+#define MX_CONN_READ_CHUNK 16384
+#define MX_CONN_OUT_HIGH   (256 * 1024)       /* above: producers are told to wait */
+#define MX_CONN_OUT_LOW    (64 * 1024)        /* below: they are told to go on */
+#define MX_CONN_OUT_CAP    (64 * 1024 * 1024) /* a producer ignoring the above: close */
+
+enum mx_conn_state {
+    MX_CONN_HANDSHAKE = 0, /* transport handshake (TLS) in progress */
+    MX_CONN_SNIFF = 1,     /* plain socket: waiting for enough bytes to tell h2 from h1 */
+    MX_CONN_OPEN = 2,      /* a front end is attached */
+    MX_CONN_CLOSED = 3,    /* closed, waiting for the reaper */
+};
+
+struct mx_conn;
+
+/*
+ * What a front end does on a connection. Every hook is called by the core
+ * from a libev callback (never from inside another hook's call to the core),
+ * except closed(), which runs inside mx_conn_close() wherever that is called.
+ */
+struct mx_conn_proto {
+    const char *name;
+    /* Attach: allocate state; c->in may already hold bytes. */
+    void (*start)(struct mx_conn *c);
+    /* New bytes were appended to c->in; consume what can be consumed. */
+    void (*input)(struct mx_conn *c);
+    /* Output went below MX_CONN_OUT_LOW after being above it, or emptied. */
+    void (*drained)(struct mx_conn *c);
+    /* The zero-delay timer asked for with mx_conn_kick() fired. */
+    void (*kick)(struct mx_conn *c);
+    /* c->timer fired. */
+    void (*timeout)(struct mx_conn *c);
+    /* The server stops: finish what is in flight, take nothing new. */
+    void (*stop)(struct mx_conn *c);
+    /* The connection is closing: tell the handlers of open requests
+     * (unless they are inside one of their own calls). No I/O. */
+    void (*closed)(struct mx_conn *c);
+    /* Free the front end's state (from the reaper). */
+    void (*free)(struct mx_conn *c);
+};
+
+struct mx_conn {
+    struct mx_httpd *srv;
+    struct ev_loop *loop;
+    struct mx_conn *next; /* live list or reap list */
+    struct mx_conn *prev;
+    unsigned long id;
+    char peer[64];
+    struct mx_xprt *x;
+    enum mx_conn_state state;
+    ev_io io;
+    ev_timer timer; /* the front end's: header, idle */
+    ev_timer kick;  /* zero delay: work for the next loop turn */
+    struct mx_buf in;
+    struct mx_buf out;
+    const struct mx_conn_proto *proto;
+    void *proto_data;
+    bool read_paused; /* the front end does not want input now */
+    bool out_high;    /* output went above MX_CONN_OUT_HIGH since the last drained() */
+    bool close_after; /* close once the output is written */
+    bool eof;         /* the peer ended its side */
+    int in_call;      /* depth of handler calls into the front end */
+};
+
+const char *mx_conn_state_name(enum mx_conn_state st);
+
+/* Server-wide values a front end needs. */
+const struct mx_httpd_opts *mx_conn_opts(const struct mx_conn *c);
+void mx_conn_dispatch(struct mx_conn *c, struct mx_req *req);
+
+/* Close now (idempotent): stop watchers, call proto->closed, queue for the reaper. */
+void mx_conn_close(struct mx_conn *c);
+/* Close once the queued output is written. */
+void mx_conn_close_after(struct mx_conn *c);
+bool mx_conn_is_closed(const struct mx_conn *c);
+
+/*
+ * Queue |len| bytes. Returns 0, or MX_ECLOSED when the connection is closed
+ * or the output cap was passed (the connection is then closed).
+ */
+int mx_conn_write(struct mx_conn *c, const void *p, size_t len);
+/* Write queued output now, as far as the socket takes it; never calls the
+ * front end. The connection may be closed on return (check mx_conn_is_closed). */
+void mx_conn_flush(struct mx_conn *c);
+static inline size_t mx_conn_out_len(const struct mx_conn *c)
+{
+    return mx_buf_len(&c->out);
+}
+
+/* Stop or resume reading (buffered input stays in c->in). Resuming reads
+ * what the transport already holds on the next loop turn. */
+void mx_conn_pause_read(struct mx_conn *c, bool paused);
+/* Call proto->kick on the next loop turn. */
+void mx_conn_kick(struct mx_conn *c);
+/* (Re)arm c->timer for |seconds|; 0 or less stops it. */
+void mx_conn_set_timer(struct mx_conn *c, double seconds);
+
+extern const struct mx_conn_proto mx_http1_proto;
+extern const struct mx_conn_proto mx_http2_proto;
+
+#endif
