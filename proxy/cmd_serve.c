@@ -21,6 +21,7 @@
 #include "cmd.h"
 #include "gateway.h"
 #include "log.h"
+#include "snippet.h"
 #include "tls.h"
 
 #define DRAIN_LIMIT_S 10.0
@@ -196,7 +197,10 @@ int mx_cmd_serve(int argc, char **argv)
         return 2;
     }
     mx_log_set_level(level);
-    if (!is_loopback_address(cfg->listen.address) && !cfg->listen.allow_remote) {
+    /* Beyond loopback, anyone on the network could spend the vault's tokens:
+     * that takes an explicit allow_remote and a client token. */
+    if (!is_loopback_address(cfg->listen.address) &&
+        (!cfg->listen.allow_remote || cfg->listen.client_token_ref == NULL)) {
         fprintf(stderr,
                 "mcplex: %s: [listen] address %s is not loopback; set allow_remote = true "
                 "and a client_token to expose mcplex beyond this machine\n",
@@ -251,6 +255,15 @@ int mx_cmd_serve(int argc, char **argv)
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
         mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
                     s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
+    if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO)) {
+        /* A ready snippet for the first server; the client token, if any, is
+         * read from the environment by the client, never written into its config. */
+        char *url = mx_xasprintf("%s://%.*s:%d/mcp/%s", scheme, (int)(colon - a), a, s.gw->port,
+                                 s.gw->upstreams[0].cfg->name);
+        mx_snippet_print(stderr, s.gw->upstreams[0].cfg->name, url,
+                         cfg->listen.client_token ? "MCPLEX_TOKEN" : NULL);
+        free(url);
+    }
     if (port_file && write_port_file(port_file, s.gw->port) != 0)
         mx_log_warn("serve", "cannot write port file %s: %s", port_file, strerror(errno));
 

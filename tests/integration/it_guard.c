@@ -241,12 +241,30 @@ static void test_guard_big_body_and_slowloris(void **state)
     mx_it_pass();
 }
 
+static void test_guard_remote_needs_token(void **state)
+{
+    (void)state;
+    char *cfg_path = mx_it_path("remote.toml");
+    const char *cfg = "[listen]\naddress = \"0.0.0.0:0\"\ntls = false\nallow_remote = true\n";
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    const char *argv[] = {bin, "serve", "-c", cfg_path, NULL};
+    char *out = NULL;
+    assert_int_equal(mx_it_run("serve-remote", argv, NULL, 10000, &out), 1);
+    assert_non_null(strstr(out, "client_token"));
+    free(out);
+    free(bin);
+    free(cfg_path);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_guard_token_host_origin, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_guard_big_body_and_slowloris, mx_it_setup,
                                         mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_guard_remote_needs_token, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
