@@ -99,6 +99,9 @@ bool mx_conn_is_closed(const struct mx_conn *c);
  * or the output cap was passed (the connection is then closed).
  */
 int mx_conn_write(struct mx_conn *c, const void *p, size_t len);
+/* Write queued output before the loop next blocks (once per loop turn, so a
+ * response's pieces leave in one write). */
+void mx_conn_flush_soon(struct mx_conn *c);
 /* Write queued output now, as far as the socket takes it; never calls the
  * front end. The connection may be closed on return (check mx_conn_is_closed). */
 void mx_conn_flush(struct mx_conn *c);

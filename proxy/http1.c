@@ -104,8 +104,8 @@ static int h1_start_in(struct mx_req *req, int status, const struct mx_hdr_out *
     mx_buf_clear(&b);
     if (rc)
         return rc;
-    mx_conn_flush(c);
-    return mx_conn_is_closed(c) ? MX_ECLOSED : 0;
+    mx_conn_flush_soon(c);
+    return 0;
 }
 
 static int h1_write_in(struct mx_req *req, const void *p, size_t len)
@@ -123,7 +123,11 @@ static int h1_write_in(struct mx_req *req, const void *p, size_t len)
     } else if (mx_conn_write(c, p, len)) {
         return MX_ECLOSED;
     }
-    mx_conn_flush(c);
+    /* Write now once a lot is queued; otherwise with the rest of this turn's output. */
+    if (mx_conn_out_len(c) > MX_CONN_OUT_LOW)
+        mx_conn_flush(c);
+    else
+        mx_conn_flush_soon(c);
     if (mx_conn_is_closed(c))
         return MX_ECLOSED;
     if (mx_conn_out_len(c) > MX_CONN_OUT_HIGH) {
@@ -157,9 +161,7 @@ static void h1_end_in(struct mx_req *req)
         return;
     if (h->chunked && mx_conn_write(c, "0\r\n\r\n", 5))
         return;
-    mx_conn_flush(c);
-    if (mx_conn_is_closed(c))
-        return;
+    mx_conn_flush_soon(c);
     finish_request(c);
 }
 

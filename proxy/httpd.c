@@ -49,8 +49,9 @@ struct mx_httpd {
     void *xprt_ctx;
     struct listener listeners[MAX_LISTEN];
     size_t listener_cnt;
-    struct mx_conn *conns; /* live */
-    struct mx_conn *reap;  /* closed, freed by the reaper */
+    struct mx_conn *conns;   /* live */
+    struct mx_conn *reap;    /* closed, freed by the reaper */
+    struct core_conn *flush; /* connections with output to write before the loop blocks */
     size_t conn_cnt;
     unsigned long next_conn_id;
     ev_prepare reaper;
@@ -63,6 +64,8 @@ struct core_conn {
     unsigned io_events; /* EV_READ / EV_WRITE currently set on c.io */
     bool read_more;     /* the last read round stopped before MX_EAGAIN */
     bool proto_kick;    /* the front end asked for a kick */
+    bool flush_soon;    /* on the server's flush list */
+    struct core_conn *flush_next;
 };
 
 static struct core_conn *cc(struct mx_conn *c)
@@ -233,11 +236,26 @@ static void conn_free(struct mx_conn *c)
     free(cc(c));
 }
 
+static void after_write(struct mx_conn *c);
+
 static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     struct mx_httpd *s = mx_container_of(w, struct mx_httpd, reaper);
     (void)loop;
     (void)revents;
+    /* Everything the handlers wrote during this loop turn goes out in one
+     * write per connection (status line, headers, body and end together),
+     * before the loop blocks. */
+    while (s->flush) {
+        struct core_conn *k = s->flush;
+        s->flush = k->flush_next;
+        k->flush_next = NULL;
+        k->flush_soon = false;
+        if (k->c.state == MX_CONN_CLOSED)
+            continue;
+        mx_conn_flush(&k->c);
+        after_write(&k->c);
+    }
     while (s->reap) {
         struct mx_conn *c = s->reap;
         s->reap = c->next;
@@ -283,6 +301,16 @@ void mx_conn_flush(struct mx_conn *c)
         return;
     }
     update_io(c);
+}
+
+void mx_conn_flush_soon(struct mx_conn *c)
+{
+    struct core_conn *k = cc(c);
+    if (k->flush_soon || c->state == MX_CONN_CLOSED)
+        return;
+    k->flush_soon = true;
+    k->flush_next = c->srv->flush;
+    c->srv->flush = k;
 }
 
 /* After a write event: tell the front end when the output fell low. */
