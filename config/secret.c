@@ -107,6 +107,20 @@ char *mx_secret_header_new(const struct mx_secret *s, enum mx_auth_kind kind, co
     return line;
 }
 
+char *mx_secret_env_new(const struct mx_secret *s, const char *name)
+{
+    if (s == NULL || name == NULL || name[0] == '\0' || strchr(name, '=') != NULL)
+        return NULL;
+    /* Sized once, as for a header line: no copy of the value left behind. */
+    size_t nlen = strlen(name);
+    char *entry = mx_xmalloc(nlen + 1 + s->len + 1);
+    memcpy(entry, name, nlen);
+    entry[nlen] = '=';
+    memcpy(entry + nlen + 1, s->p, s->len);
+    entry[nlen + 1 + s->len] = '\0';
+    return entry;
+}
+
 void mx_secret_wipe_free(char *p)
 {
     if (p == NULL)

@@ -3,7 +3,8 @@
  * Secret references ("vault:NAME", "env:NAME", "file:PATH", "cmd:COMMAND")
  * resolved into an opaque struct mx_secret. No function returns the value as
  * a string a logger could see: a secret can only be written into an outgoing
- * header, compared in constant time, redacted out of a buffer, or wiped.
+ * header or a child's environment entry, compared in constant time, redacted
+ * out of a buffer, or wiped.
  */
 #ifndef MX_SECRET_H
 #define MX_SECRET_H
@@ -50,6 +51,13 @@ bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len);
  * release it with mx_secret_wipe_free(), which wipes it first.
  */
 char *mx_secret_header_new(const struct mx_secret *s, enum mx_auth_kind kind, const char *name);
+
+/*
+ * A new NUL-terminated environment entry "|name|=<secret>" for a child
+ * process, or NULL when |s| or |name| is NULL or |name| is empty or holds
+ * '='. The caller must release it with mx_secret_wipe_free().
+ */
+char *mx_secret_env_new(const struct mx_secret *s, const char *name);
 
 /* Wipe a NUL-terminated string and free it; accepts NULL. */
 void mx_secret_wipe_free(char *p);

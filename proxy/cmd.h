@@ -14,6 +14,7 @@ struct mx_cmd {
 
 #include "cmd_certs.h"
 #include "cmd_config.h"
+#include "cmd_status.h"
 
 int mx_cmd_serve(int argc, char **argv);
 

@@ -18,13 +18,16 @@
 
 #include "alloc.h"
 #include "certs.h"
+#include "child.h"
 #include "cmd.h"
+#include "err.h"
 #include "gateway.h"
 #include "log.h"
 #include "snippet.h"
 #include "tls.h"
 
-#define DRAIN_LIMIT_S 10.0
+#define DRAIN_LIMIT_S      10.0
+#define CHILD_STOP_LIMIT_S 5.0
 
 struct serve {
     struct mx_gateway *gw;
@@ -77,12 +80,14 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: mcplex serve [-c FILE] [--log-level error|warn|info|debug] "
-               "[--port-file FILE]\n"
+               "[--log-format text|json] [--access-log] [--port-file FILE]\n"
                "\n"
                "Runs the gateway in the foreground; logs go to stderr.\n"
                "  -c FILE           config (default: $MCPLEX_CONFIG, ./mcplex.toml,\n"
                "                    $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
                "  --log-level L     overrides [proxy] log_level\n"
+               "  --log-format F    text (default) or json: one JSON object per line\n"
+               "  --access-log      one line per request at info (default: at debug)\n"
                "  --port-file FILE  write the bound port there once listening\n");
 }
 
@@ -139,6 +144,22 @@ out:
     return tls;
 }
 
+/* --log-format and --access-log; both take effect before the config is read. */
+static int log_opt(int ch, const char *arg)
+{
+    enum mx_log_format fmt;
+    if (ch == 'a') {
+        mx_log_set_access(true);
+        return 0;
+    }
+    if (mx_log_format_parse(arg, &fmt) != 0) {
+        fprintf(stderr, "mcplex: --log-format must be text or json\n");
+        return MX_EINVAL;
+    }
+    mx_log_set_format(fmt);
+    return 0;
+}
+
 static bool is_loopback_address(const char *addr)
 {
     return strncmp(addr, "127.", 4) == 0 || strncmp(addr, "[::1]:", 6) == 0 ||
@@ -151,6 +172,8 @@ int mx_cmd_serve(int argc, char **argv)
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"log-level", required_argument, NULL, 'l'},
                                          {"port-file", required_argument, NULL, 'p'},
+                                         {"log-format", required_argument, NULL, 'f'},
+                                         {"access-log", no_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int ch;
@@ -165,6 +188,11 @@ int mx_cmd_serve(int argc, char **argv)
             break;
         case 'p':
             port_file = optarg;
+            break;
+        case 'f':
+        case 'a':
+            if (log_opt(ch, optarg) != 0)
+                return 2;
             break;
         case 'h':
             usage(stdout);
@@ -255,7 +283,8 @@ int mx_cmd_serve(int argc, char **argv)
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
         mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
                     s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
-    if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO)) {
+    /* Not in JSON lines: every line on stderr must parse for a collector. */
+    if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO) && mx_log_get_format() == MX_LOG_TEXT) {
         /* A ready snippet for the first server; the client token, if any, is
          * read from the environment by the client, never written into its config. */
         char *url = mx_xasprintf("%s://%.*s:%d/mcp/%s", scheme, (int)(colon - a), a, s.gw->port,
@@ -274,6 +303,7 @@ int mx_cmd_serve(int argc, char **argv)
     ev_signal_stop(loop, &s.sighup);
     ev_timer_stop(loop, &s.drain);
     mx_gateway_free(s.gw);
+    mx_child_shutdown(loop, CHILD_STOP_LIMIT_S); /* stdio upstreams end with their groups */
     mx_tls_free(tls);
     curl_global_cleanup();
     mx_log_info("serve", "stopped");

@@ -17,9 +17,11 @@
 #include "err.h"
 #include "gateway.h"
 #include "log.h"
+#include "metrics.h"
 #include "rpc.h"
 #include "sse.h"
 #include "upcall.h"
+#include "upreq.h"
 
 #define TRACE_JSON_CAP (4 * 1024 * 1024)
 
@@ -47,10 +49,48 @@ struct fwd {
     bool accepts_sse;
     ev_timer progress; /* repeats "still waking" while the upstream wakes */
     int progress_n;
+    /* for metrics.h and the access line; times from mx_metrics_now() */
+    const char *http_method;
+    const char *rpc_method; /* method label */
+    enum mx_metrics_outcome outcome;
+    int status; /* HTTP status the client got; 0: none */
+    unsigned long req_id;
+    double t_recv, t_up_start, t_up_done; /* t_up_done 0: on_done never came */
 };
+
+/*
+ * Count the call and write its access line. Gateway-added time is what lies
+ * outside the upstream call: the complete request reaching this handler →
+ * mx_upcall_start, and on_done → the response ended (now). Reading the
+ * request off the socket is the client's time; waiting for a wake or a
+ * concurrency slot is the upstream's.
+ */
+static void account(struct fwd *f)
+{
+    double now = mx_metrics_now(), up_s = -1.0, added_s = -1.0;
+    if (f->t_up_done > 0.0) {
+        up_s = f->t_up_done - f->t_up_start;
+        added_s = (f->t_up_start - f->t_recv) + (now - f->t_up_done);
+    }
+    mx_metrics_upstream_call(f->up->metrics, f->up->metrics_slot, f->rpc_method, f->outcome, up_s,
+                             added_s);
+    char path[300];
+    snprintf(path, sizeof(path), "/mcp/%s", f->up->cfg->name);
+    struct mx_log_access a = {f->http_method,
+                              path,
+                              f->rpc_method,
+                              f->up->cfg->name,
+                              f->status,
+                              mx_metrics_outcome_name(f->outcome),
+                              (now - f->t_recv) * 1000.0,
+                              up_s >= 0.0 ? up_s * 1000.0 : -1.0,
+                              f->req_id};
+    mx_log_access(&a);
+}
 
 static void fwd_free(struct fwd *f)
 {
+    account(f);
     f->gw->inflight--;
     ev_timer_stop(f->gw->loop, &f->progress);
     json_decref(f->progress_token);
@@ -87,6 +127,8 @@ static int emit_event(struct fwd *f, struct mx_str json)
 /* Replace the upstream's answer with our own, as JSON-RPC when we can. */
 static void answer_error(struct fwd *f, int http_status, int rpc_code, const char *msg)
 {
+    if (!f->sse_ours)
+        f->status = f->rpc_id ? 200 : http_status;
     f->responded = true;
     f->swallow = true;
     if (f->sse_ours) {
@@ -120,24 +162,16 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
 {
     struct fwd *f = data;
     char msg[512];
+    struct mx_upfail fail;
     (void)u;
     /* upcall.c already noted the answer in the upstream's state */
     enum mx_upstream_event ev = mx_upstream_classify_status(f->up, status);
-    if (ev == MX_UPSTREAM_EV_AUTH_REFUSED) {
-        snprintf(msg, sizeof(msg),
-                 "upstream '%s' refused its credential (HTTP %ld); check the secret %s",
-                 f->up->cfg->name, status,
-                 f->up->cfg->secret_ref ? f->up->cfg->secret_ref : "(none configured)");
-        mx_log_warn("forward", "up:%s answered %ld: credential refused", f->up->cfg->name, status);
-        answer_error(f, 502, MX_RPC_UPSTREAM_AUTH, msg);
-        return;
-    }
-    if (status >= 500 || ev == MX_UPSTREAM_EV_NOT_AWAKE) {
-        snprintf(msg, sizeof(msg), "upstream '%s' answered HTTP %ld", f->up->cfg->name, status);
-        answer_error(f, 502,
-                     ev == MX_UPSTREAM_EV_NOT_AWAKE ? MX_RPC_UPSTREAM_UNAVAILABLE
-                                                    : MX_RPC_UPSTREAM_HTTP,
-                     msg);
+    if (ev == MX_UPSTREAM_EV_AUTH_REFUSED || status >= 500 || ev == MX_UPSTREAM_EV_NOT_AWAKE) {
+        mx_upfail_status(f->up->cfg, status, &fail);
+        if (ev == MX_UPSTREAM_EV_AUTH_REFUSED)
+            mx_log_warn("forward", "up:%s answered %ld: credential refused", f->up->cfg->name,
+                        status);
+        answer_error(f, 502, fail.code, fail.message);
         return;
     }
 
@@ -187,6 +221,7 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
         n++;
     }
     f->responded = true;
+    f->status = (int)status;
     int rc = mx_req_start(f->req, (int)status, out, n, -1);
     for (size_t i = 0; i < n; i++)
         free(vals[i]);
@@ -233,8 +268,9 @@ static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
 static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
 {
     struct fwd *f = data;
-    char msg[512];
     (void)u;
+    f->t_up_done = mx_metrics_now();
+    f->outcome = mx_metrics_outcome_of(err, info);
     if (f->swallow) {
         fwd_free(f);
         return;
@@ -258,29 +294,11 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         return;
     }
     /* upcall.c noted the failure in the upstream's state */
-    int code, status = 502;
-    if (info->wake_timeout) {
-        snprintf(msg, sizeof(msg), "upstream '%s' did not wake within %lld s", f->up->cfg->name,
-                 (long long)(f->up->cfg->wake_timeout_ms / 1000));
-        code = MX_RPC_UPSTREAM_UNAVAILABLE;
-    } else if (err == MX_ETIMEDOUT) {
-        snprintf(msg, sizeof(msg), "upstream '%s' timed out after %lld s", f->up->cfg->name,
-                 (long long)(f->up->cfg->request_timeout_ms / 1000));
-        code = MX_RPC_UPSTREAM_TIMEOUT;
-        status = 504;
-    } else if (info->body_sent) {
-        snprintf(msg, sizeof(msg),
-                 "upstream '%s' closed the connection after the request was sent; "
-                 "its outcome is unknown, so it was not repeated",
-                 f->up->cfg->name);
-        code = MX_RPC_OUTCOME_UNKNOWN;
-    } else {
-        snprintf(msg, sizeof(msg), "upstream '%s' is unreachable (%s)", f->up->cfg->name,
-                 mx_strerror(err));
-        code = MX_RPC_UPSTREAM_UNAVAILABLE;
-    }
-    mx_log_warn("forward", "%s", msg);
-    answer_error(f, status, code, msg);
+    struct mx_upfail fail;
+    mx_upfail_transport(f->up->cfg, err, info, &fail);
+    mx_log_warn("forward", "%s", fail.message);
+    answer_error(f, !info->wake_timeout && err == MX_ETIMEDOUT ? 504 : 502, fail.code,
+                 fail.message);
     fwd_free(f);
 }
 
@@ -323,6 +341,7 @@ static void on_wait(struct mx_upcall *c, void *data)
     if (mx_req_start(f->req, 200, h, 2, -1) != 0)
         return;
     f->responded = true;
+    f->status = 200;
     f->sse_ours = true;
     send_progress(f);
     ev_timer_init(&f->progress, progress_cb, 2.0, 2.0);
@@ -347,14 +366,28 @@ static void on_client_abort(struct mx_req *req, void *data)
 
 static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait};
 
+/* The method label of a POSTed JSON-RPC message (metrics.h). */
+static const char *rpc_label(const json_t *msg)
+{
+    switch (mx_rpc_classify(msg)) {
+    case MX_RPC_REQUEST:
+    case MX_RPC_NOTIFICATION:
+        return mx_metrics_method_label(json_string_value(json_object_get(msg, "method")));
+    case MX_RPC_RESPONSE:
+        return "response";
+    case MX_RPC_INVALID:
+        break;
+    }
+    return "other";
+}
+
 void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
 {
     struct mx_str method = mx_req_method(req);
     struct mx_str body = mx_req_body(req);
     char method_z[16];
-    const char *lines[8];
-    char *owned[8];
-    size_t n = 0;
+    struct mx_upreq_hdrs h;
+    double t_recv = mx_metrics_now();
 
     if (up->cfg->url == NULL) {
         mx_gateway_error(req, 501, "this server is not an HTTP upstream");
@@ -371,6 +404,13 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     f->gw = gw;
     f->up = up;
     f->req = req;
+    f->t_recv = t_recv;
+    f->req_id = mx_req_id(req);
+    f->outcome = MX_METRICS_CANCELLED; /* until on_done says otherwise */
+    f->http_method = mx_metrics_method_label(method_z);
+    f->rpc_method = f->http_method;
+    if (strcmp(f->http_method, "other") == 0)
+        f->http_method = "POST";
     gw->inflight++;
     mx_sse_decoder_init(&f->sse, TRACE_JSON_CAP, on_sse_event, f);
     mx_buf_init(&f->json, TRACE_JSON_CAP);
@@ -392,27 +432,24 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
             if (tok && m && strcmp(m, "initialize") != 0)
                 f->progress_token = json_incref(tok);
         }
+        f->rpc_method = rpc_label(msg);
         json_decref(msg);
         trace(f, "c2s", body);
     }
 
+    mx_upreq_hdrs_init(&h);
     for (size_t k = 0; k < sizeof(pass_req) / sizeof(pass_req[0]); k++) {
         const struct mx_str *v = mx_req_header(req, pass_req[k]);
-        if (v == NULL)
-            continue;
-        owned[n] = mx_xasprintf("%s: %.*s", pass_req[k], (int)v->len, v->p);
-        lines[n] = owned[n];
-        n++;
+        if (v)
+            mx_upreq_hdrs_add(&h, pass_req[k], *v);
     }
-    char *auth = mx_secret_header_new(up->cfg->secret, up->cfg->auth, up->cfg->auth_name);
-    if (auth)
-        lines[n++] = auth;
+    mx_upreq_hdrs_auth(&h, up->cfg);
 
     struct mx_ureq_opts o = {0};
     o.method = method_z;
     o.url = up->cfg->url;
-    o.headers = lines;
-    o.header_cnt = n;
+    o.headers = h.lines;
+    o.header_cnt = h.cnt;
     o.body = body.p;
     o.body_len = body.len;
     /* A GET opens a long-lived SSE stream: no total timeout on it. */
@@ -421,11 +458,11 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     o.idle_close_ms = (long)up->cfg->idle_close_ms;
     o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
 
+    f->t_up_start = mx_metrics_now();
     int rc = mx_upcall_start(gw->loop, gw->uclient, up, &o, &cbs, f, &f->call);
-    mx_secret_wipe_free(auth);
-    for (size_t i = 0; i < n - (auth ? 1 : 0); i++)
-        free(owned[i]);
+    mx_upreq_hdrs_clear(&h);
     if (rc) {
+        f->outcome = MX_METRICS_ERROR;
         answer_error(f, 502, MX_RPC_UPSTREAM_UNAVAILABLE, "cannot start the upstream request");
         fwd_free(f);
         return;

@@ -9,6 +9,8 @@
 #include "alloc.h"
 #include "gateway.h"
 #include "log.h"
+#include "mcp.h"
+#include "metrics.h"
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 {
@@ -84,6 +86,14 @@ static void on_request(struct mx_req *req, void *data)
         mx_health_serve(gw, req);
         return;
     }
+    if (mx_str_eq(path, MX_STR_LIT("/metrics"))) {
+        if (!mx_str_eq(method, MX_STR_LIT("GET"))) {
+            mx_gateway_error(req, 405, "use GET /metrics");
+            return;
+        }
+        mx_metrics_serve(gw, req);
+        return;
+    }
     if (mx_str_has_prefix(path, mcp_prefix)) {
         struct mx_str name = mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len);
         struct mx_upstream *up = mx_gateway_upstream(gw, name);
@@ -95,9 +105,7 @@ static void on_request(struct mx_req *req, void *data)
         return;
     }
     if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
-        mx_gateway_error(req, 404,
-                         "the merged /mcp endpoint is not available in this version; "
-                         "use /mcp/<server>");
+        mx_mcp_serve(gw->mcp, req);
         return;
     }
     mx_gateway_error(req, 404, "not found");
@@ -126,8 +134,12 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
     gw->guard.allowed_origins = (const char *const *)cfg->listen.allowed_origins.v;
     gw->guard.allowed_origin_cnt = cfg->listen.allowed_origins.cnt;
     gw->guard.client_token = cfg->listen.client_token;
-    for (size_t i = 0; i < cfg->server_cnt; i++)
+    gw->metrics = mx_metrics_new(NULL);
+    for (size_t i = 0; i < cfg->server_cnt; i++) {
         mx_upstream_init(&gw->upstreams[i], &cfg->servers[i]);
+        gw->upstreams[i].metrics = gw->metrics;
+        gw->upstreams[i].metrics_slot = mx_metrics_server_slot(gw->metrics, cfg->servers[i].name);
+    }
 
     if (cfg->proxy.trace) {
         gw->trace = mx_trace_open(cfg->proxy.trace, cfg, diag);
@@ -139,6 +151,7 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
         mx_diag_set(diag, NULL, 0, 0, "cannot initialise the upstream HTTP client");
         goto fail;
     }
+    gw->mcp = mx_mcp_new(gw);
     mx_httpd_opts_default(&hopts);
     hopts.max_body = (size_t)cfg->listen.max_body;
     hopts.max_header = (size_t)cfg->listen.max_header;
@@ -162,10 +175,13 @@ void mx_gateway_free(struct mx_gateway *gw)
     if (gw == NULL)
         return;
     mx_httpd_free(gw->httpd);
+    /* after the connections (their requests end first), before the uclient */
+    mx_mcp_free(gw->mcp);
     for (size_t i = 0; i < gw->upstream_cnt; i++)
         mx_upstream_clear(&gw->upstreams[i]);
     mx_uclient_free(gw->uclient);
     mx_trace_close(gw->trace);
+    mx_metrics_free(gw->metrics);
     free(gw->upstreams);
     free(gw->listen_host);
     mx_config_free(gw->cfg);

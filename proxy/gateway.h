@@ -2,8 +2,8 @@
 /*
  * The running gateway: one config generation, its upstreams, the HTTP
  * server, the upstream client and the trace, all on one libev loop. Routes
- * each request: GET /health, /mcp/<server> (one upstream, credential
- * injected, nothing merged).
+ * each request: GET /health, /mcp (every upstream merged, mcp.h),
+ * /mcp/<server> (one upstream, credential injected, nothing merged).
  */
 #ifndef MX_GATEWAY_H
 #define MX_GATEWAY_H
@@ -18,6 +18,8 @@
 #include "uclient.h"
 #include "upstream.h"
 
+struct mx_mcp;
+
 struct mx_gateway {
     struct ev_loop *loop;
     struct mx_config *cfg; /* owned */
@@ -26,6 +28,8 @@ struct mx_gateway {
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
+    struct mx_mcp *mcp;         /* the merged /mcp endpoint */
+    struct mx_metrics *metrics; /* GET /metrics (metrics.h) */
     struct mx_guard_cfg guard;
     char *listen_host;
     uint64_t refused; /* requests refused by the guard */

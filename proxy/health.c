@@ -7,6 +7,8 @@
 #include <jansson.h>
 
 #include "gateway.h"
+#include "mcp.h"
+#include "metrics.h"
 
 static void iso_time(time_t t, char *out, size_t cap)
 {
@@ -22,16 +24,29 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
     for (size_t i = 0; i < gw->upstream_cnt; i++) {
         const struct mx_upstream *u = &gw->upstreams[i];
         iso_time(u->since, since, sizeof(since));
-        json_array_append_new(
-            ups, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host", u->host,
-                           "state", mx_upstream_state_name(u->state), "since", since, "requests",
-                           (json_int_t)u->requests, "failures", (json_int_t)u->failures));
+        json_t *uo =
+            json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host", u->host,
+                      "state", mx_upstream_state_name(u->state), "since", since, "requests",
+                      (json_int_t)u->requests, "failures", (json_int_t)u->failures);
+        /* for `mcplex status`: wakes and the median of the last minute (metrics.h) */
+        double p50;
+        json_object_set_new(uo, "wakes", json_integer((json_int_t)u->wakes));
+        json_object_set_new(uo, "p50_ms_1m",
+                            mx_metrics_p50(u->metrics, u->metrics_slot, 60.0, &p50) == 0
+                                ? json_real(p50 * 1000.0)
+                                : json_null());
+        json_array_append_new(ups, uo);
     }
     json_t *o =
         json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "status", "ok", "version", MX_VERSION,
                   "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",
                   (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight", (json_int_t)gw->inflight,
                   "refused", (json_int_t)gw->refused, "upstreams", ups);
+    json_object_set_new(o, "listen",
+                        json_pack("{s:s, s:i, s:b}", "address", gw->cfg->listen.address, "port",
+                                  gw->port, "tls", gw->cfg->listen.tls));
+    /* the merged /mcp endpoint: sessions, per-upstream lists, renamed names */
+    json_object_set_new(o, "mcp", mx_mcp_health(gw->mcp));
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};

@@ -10,6 +10,7 @@ static const struct mx_cmd cmds[] = {
     {"check", "validate the config and its secret references", mx_cmd_check},
     {"vault", "set, list or remove vault secrets", mx_cmd_vault},
     {"certs", "make or show the local CA and localhost certificate", mx_cmd_certs},
+    {"status", "show a running gateway's upstreams and listener", mx_cmd_status},
 };
 
 static void usage(FILE *f)

@@ -38,6 +38,9 @@ static void redact(const struct mx_config *cfg, char *p, size_t len)
     for (size_t i = 0; i < cfg->server_cnt; i++) {
         if (cfg->servers[i].secret)
             mx_secret_redact(cfg->servers[i].secret, p, len);
+        /* a stdio upstream's secrets reach it through its environment */
+        for (size_t j = 0; cfg->servers[i].env_secret && j < cfg->servers[i].env.cnt; j++)
+            mx_secret_redact(cfg->servers[i].env_secret[j], p, len);
     }
     if (cfg->listen.client_token)
         mx_secret_redact(cfg->listen.client_token, p, len);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "upstream.h"
 
 static void url_host(const char *url, char *out, size_t cap)
@@ -53,6 +54,12 @@ static void set_state(struct mx_upstream *u, enum mx_upstream_state s)
         return;
     mx_log_info("upstream", "up:%s %s -> %s", u->cfg->name, mx_upstream_state_name(u->state),
                 mx_upstream_state_name(s));
+    /* Every wake starts and ends here, whichever path noticed it. */
+    if (s == MX_UPSTREAM_WAKING)
+        mx_metrics_wake_start(u->metrics, u->metrics_slot);
+    else if (u->state == MX_UPSTREAM_WAKING)
+        mx_metrics_wake_end(u->metrics, u->metrics_slot, ev_time() - u->waking_since,
+                            s == MX_UPSTREAM_DOWN ? MX_METRICS_NO_WAKE : MX_METRICS_WOKE);
     u->state = s;
     u->since = time(NULL);
 }

@@ -15,6 +15,8 @@
 
 #include "model.h"
 
+struct mx_metrics;
+
 enum mx_upstream_state {
     MX_UPSTREAM_UNKNOWN = 0, /* not contacted since start: a paused sandbox stays paused */
     MX_UPSTREAM_UP = 1,
@@ -50,6 +52,9 @@ struct mx_upstream {
     uint64_t wakes;    /* wakes started */
     ev_tstamp waking_since;
     ev_tstamp last_activity; /* last answer from the upstream */
+
+    struct mx_metrics *metrics; /* borrowed; NULL: not counted (metrics.h) */
+    size_t metrics_slot;
 };
 
 void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg);

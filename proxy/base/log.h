@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging to stderr, one line per event: time, level, subsystem, message.
- * Nothing here accepts a secret; callers pass names, never values.
+ * Logging to stderr, one line per event: time, level, subsystem, message;
+ * as text for a terminal or as JSON lines (one object per line: ts, level,
+ * sub, msg, plus named fields for access lines) for a collector. Nothing
+ * here accepts a secret; callers pass names, never values.
  */
 #ifndef MX_LOG_H
 #define MX_LOG_H
@@ -22,9 +24,36 @@ enum mx_log_format {
 
 void mx_log_set_level(enum mx_log_level level);
 void mx_log_set_format(enum mx_log_format format);
+enum mx_log_format mx_log_get_format(void);
 bool mx_log_enabled(enum mx_log_level level);
 /* Parse "error", "warn", "info", "debug"; returns 0 or MX_EINVAL. */
 int mx_log_level_parse(const char *s, enum mx_log_level *out);
+/* Parse "text", "json"; returns 0 or MX_EINVAL. */
+int mx_log_format_parse(const char *s, enum mx_log_format *out);
+
+/*
+ * One finished client request, for the access line. Strings are borrowed
+ * and may be NULL (left out); none may hold a secret or a query string.
+ */
+struct mx_log_access {
+    const char *method;     /* HTTP method */
+    const char *path;       /* "/mcp/<server>", "/mcp" */
+    const char *rpc_method; /* JSON-RPC method label (metrics.h) */
+    const char *server;     /* upstream name */
+    int status;             /* HTTP status sent to the client; 0: none was */
+    const char *outcome;    /* outcome label (metrics.h) */
+    double total_ms;        /* request complete to response ended */
+    double upstream_ms;     /* < 0: not known */
+    unsigned long req_id;
+};
+
+/*
+ * The per-request access line goes out at info when |on| (serve
+ * --access-log), else at debug, the default: STYLE.md keeps per-message
+ * lines off the info level of the hot path unless the user asks.
+ */
+void mx_log_set_access(bool on);
+void mx_log_access(const struct mx_log_access *a);
 
 void mx_log(enum mx_log_level level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

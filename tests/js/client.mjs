@@ -12,7 +12,23 @@
 //   progress  {"name": "slow", "arguments": {}} call with a progress handler;
 //             every notification is reported with its receive time
 //   list-all  {}                                tools, prompts, resources, templates
-// Any scenario also takes "terminate": true (DELETE the session at the end).
+//   cancel    {"name", "arguments", "after_progress": 1, "settle_ms": 500}
+//             call with a progress handler and abort it after that many
+//             progress notifications (the SDK sends notifications/cancelled)
+//   sampling  {"name", "arguments", "reply": "text"} declare the sampling
+//             capability, answer every sampling/createMessage with |reply|,
+//             call the tool; the requests received are reported
+//   list-changed {"ready_file", "wait_ms": 20000, "kind": "tools"}
+//             list, write |ready_file|, wait for the kind's list_changed,
+//             list again
+//   same-ids  {"calls": [{"name","arguments"}, ...]} raw HTTP: one session per
+//             call, all sending tools/call with id 1 and progress token "tok"
+//             at once; each session's messages are reported
+//   prompt    {"name", "arguments"}              prompts/get
+//   read      {"uri"}                            resources/read
+//   many      {"count": 50, "tool": "echo"} that many SDK clients at once: connect, list
+//             tools, call echo with a message of their own, check it, close
+// Any SDK scenario also takes "terminate": true (DELETE the session at the end).
 //
 // Environment:
 //   MX_CLIENT_HEADERS     JSON object of extra request headers (e.g. Authorization)
@@ -25,7 +41,14 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+    CallToolResultSchema,
+    CreateMessageRequestSchema,
+    PromptListChangedNotificationSchema,
+    ResourceListChangedNotificationSchema,
+    ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { writeFileSync } from 'node:fs';
 
 const EXIT_OK = 0;
 const EXIT_CRASH = 1;
@@ -115,7 +138,110 @@ async function step(name, fn) {
     return out[name];
 }
 
+// One raw Streamable HTTP POST; the answer's messages, JSON or SSE.
+async function rawPost(url, headers, body) {
+    const r = await fetch(url, {
+        method: 'POST',
+        headers: {
+            ...headers,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify(body),
+    });
+    const type = r.headers.get('content-type') ?? '';
+    const msgs = [];
+    const text = await r.text();
+    if (type.startsWith('text/event-stream')) {
+        for (const ev of text.split(/\r?\n\r?\n/)) {
+            const data = ev.split(/\r?\n/).filter((l) => l.startsWith('data:'))
+                .map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+            if (data)
+                msgs.push(JSON.parse(data));
+        }
+    } else if (type.startsWith('application/json') && text) {
+        msgs.push(JSON.parse(text));
+    }
+    return { status: r.status, sid: r.headers.get('mcp-session-id'), sse: type.startsWith('text/event-stream'), msgs };
+}
+
+// Sessions sending equal request ids and progress tokens at the same time.
+async function sameIds(url, args) {
+    const headers = parseJsonEnv('MX_CLIENT_HEADERS', {});
+    const calls = args.calls ?? [];
+    const sessions = await Promise.all(calls.map(async () => {
+        const init = await rawPost(url, headers, {
+            jsonrpc: '2.0', id: 1, method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {},
+                      clientInfo: { name: 'same-ids', version: '0' } },
+        });
+        const h = { ...headers, 'mcp-session-id': init.sid, 'mcp-protocol-version': '2025-06-18' };
+        await rawPost(url, h, { jsonrpc: '2.0', method: 'notifications/initialized' });
+        return h;
+    }));
+    out.sessions = await Promise.all(calls.map(async (c, i) => {
+        const r = await rawPost(url, sessions[i], {
+            jsonrpc: '2.0', id: 1, method: 'tools/call',
+            params: { name: c.name, arguments: c.arguments ?? {}, _meta: { progressToken: 'tok' } },
+        });
+        const final = r.msgs.find((m) => m.id !== undefined && (m.result || m.error));
+        return {
+            status: r.status,
+            sse: r.sse,
+            ids: r.msgs.filter((m) => m.id !== undefined).map((m) => m.id),
+            progress: r.msgs.filter((m) => m.method === 'notifications/progress')
+                .map((m) => m.params),
+            text: final?.result?.content?.[0]?.text ?? null,
+            error: final?.error ?? null,
+        };
+    }));
+    await Promise.all(sessions.map((h) => fetch(url, { method: 'DELETE', headers: h })));
+    out.ok = true;
+}
+
+// Many SDK clients at once, each checking that it got its own answer.
+async function many(url, args, timeoutMs) {
+    const headers = parseJsonEnv('MX_CLIENT_HEADERS', {});
+    const count = args.count ?? 50;
+    const failures = [];
+    let ok = 0;
+    await Promise.all(Array.from({ length: count }, async (_, i) => {
+        const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+        const client = new Client({ name: `many-${i}`, version: '0.0.0' }, { capabilities: {} });
+        const opts = { timeout: timeoutMs, maxTotalTimeout: timeoutMs };
+        try {
+            await client.connect(transport, opts);
+            const tools = await client.listTools(undefined, opts);
+            const tool = tools.tools.find((t) => t.name === (args.tool ?? 'echo'));
+            if (!tool)
+                throw new Error(`no ${args.tool ?? 'echo'} among ${tools.tools.length} tools`);
+            const message = `client ${i}`;
+            const r = await client.callTool({ name: tool.name, arguments: { message } },
+                                            CallToolResultSchema, opts);
+            if (r.content?.[0]?.text !== message)
+                throw new Error(`client ${i} got ${JSON.stringify(r.content)}`);
+            ok++;
+            await transport.terminateSession();
+        } catch (e) {
+            failures.push({ i, error: describeError(e) });
+        }
+        try {
+            await client.close();
+        } catch {
+            // recorded above
+        }
+    }));
+    out.count = count;
+    out.succeeded = ok;
+    out.failures = failures.slice(0, 5);
+    out.ok = true;
+}
+
 async function run(url, scenario, args, timeoutMs) {
+    if (scenario === 'same-ids')
+        return sameIds(url, args);
+    if (scenario === 'many')
+        return many(url, args, timeoutMs);
     const headers = parseJsonEnv('MX_CLIENT_HEADERS', {});
     const transport = new StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers },
@@ -127,7 +253,32 @@ async function run(url, scenario, args, timeoutMs) {
             maxRetries: 0,
         },
     });
-    const client = new Client({ name: 'mcplex-test-client', version: '0.0.0' }, { capabilities: {} });
+    const capabilities = scenario === 'sampling' ? { sampling: {} } : {};
+    const client = new Client({ name: 'mcplex-test-client', version: '0.0.0' }, { capabilities });
+    const samplingRequests = [];
+    if (scenario === 'sampling') {
+        client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+            samplingRequests.push(req.params);
+            return {
+                role: 'assistant',
+                content: { type: 'text', text: args.reply ?? 'sampled by the test client' },
+                model: 'test-model',
+                stopReason: 'endTurn',
+            };
+        });
+    }
+    const changes = { tools: 0, prompts: 0, resources: 0 };
+    let changed = null;
+    const changeSeen = new Promise((resolve) => { changed = resolve; });
+    for (const [kind, schema] of [['tools', ToolListChangedNotificationSchema],
+                                  ['prompts', PromptListChangedNotificationSchema],
+                                  ['resources', ResourceListChangedNotificationSchema]]) {
+        client.setNotificationHandler(schema, () => {
+            changes[kind]++;
+            if (kind === (args.kind ?? 'tools'))
+                changed();
+        });
+    }
     const reqOpts = { timeout: timeoutMs, maxTotalTimeout: timeoutMs };
 
     const connectStart = ms();
@@ -187,6 +338,65 @@ async function run(url, scenario, args, timeoutMs) {
         await step('resource_templates',
                    () => listAll(client, 'listResourceTemplates', 'resourceTemplates'));
         break;
+    case 'cancel': {
+        const progress = [];
+        out.progress = progress;
+        const ac = new AbortController();
+        const after = args.after_progress ?? 1;
+        const callStart = performance.now();
+        try {
+            out.result = await client.callTool(
+                { name: args.name, arguments: args.arguments ?? {} }, CallToolResultSchema, {
+                    ...reqOpts,
+                    signal: ac.signal,
+                    onprogress: (p) => {
+                        progress.push(p);
+                        if (progress.length === after)
+                            ac.abort('cancelled by the test');
+                    },
+                });
+            out.cancelled = false;
+        } catch (e) {
+            out.cancelled = ac.signal.aborted;
+            out.result = { error: describeError(e) };
+        }
+        out.result_t_ms = round(performance.now() - callStart);
+        // let the cancellation reach the upstream before the session ends
+        await new Promise((r) => setTimeout(r, args.settle_ms ?? 500));
+        out.progress_after_cancel = progress.length - Math.min(progress.length, after);
+        break;
+    }
+    case 'prompt':
+        await step('result', () =>
+            client.getPrompt({ name: args.name, arguments: args.arguments ?? {} }, reqOpts));
+        break;
+    case 'read':
+        await step('result', () => client.readResource({ uri: args.uri }, reqOpts));
+        break;
+    case 'sampling':
+        await step('result', () =>
+            client.callTool({ name: args.name, arguments: args.arguments ?? {} },
+                            CallToolResultSchema, reqOpts));
+        out.sampling_requests = samplingRequests;
+        break;
+    case 'list-changed': {
+        const kind = args.kind ?? 'tools';
+        const method = { tools: 'listTools', prompts: 'listPrompts', resources: 'listResources' }[kind];
+        const key = kind;
+        await step('before', () => listAll(client, method, key));
+        if (args.ready_file)
+            writeFileSync(args.ready_file, 'ready\n');
+        const waitStart = performance.now();
+        const waitMs = args.wait_ms ?? 20000;
+        out.notified = await Promise.race([
+            changeSeen.then(() => true),
+            new Promise((r) => setTimeout(() => r(false), waitMs)),
+        ]);
+        out.waited_ms = round(performance.now() - waitStart);
+        await step('after', () => listAll(client, method, key));
+        out.changes = changes;
+        break;
+    }
     default:
         throw new Error(`unreachable scenario ${scenario}`);
     }
@@ -204,7 +414,8 @@ async function run(url, scenario, args, timeoutMs) {
     }
 }
 
-const SCENARIOS = ['smoke', 'call', 'progress', 'list-all'];
+const SCENARIOS = ['smoke', 'call', 'progress', 'list-all', 'cancel', 'sampling', 'list-changed',
+                   'same-ids', 'many', 'prompt', 'read'];
 
 function main() {
     const [url, scenario, rawArgs] = process.argv.slice(2);
@@ -224,7 +435,8 @@ function main() {
     }
     if (args === null || typeof args !== 'object')
         return usage('json-args must be an object');
-    if ((scenario === 'call' || scenario === 'progress') && typeof args.name !== 'string')
+    if (['call', 'progress', 'cancel', 'sampling', 'prompt'].includes(scenario) &&
+        typeof args.name !== 'string')
         return usage(`scenario ${scenario} needs {"name": "<tool>"}`);
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
         return usage('MX_CLIENT_TIMEOUT_MS must be a positive number');

@@ -302,6 +302,20 @@ static void test_secret_header_new(void **state)
     mx_secret_free(s);
 }
 
+static void test_secret_env_new(void **state)
+{
+    (void)state;
+    struct mx_secret *s = mx_secret_new("t0k=x", 5);
+    char *e = mx_secret_env_new(s, "API_KEY");
+    assert_string_equal(e, "API_KEY=t0k=x");
+    mx_secret_wipe_free(e);
+    assert_null(mx_secret_env_new(s, NULL));
+    assert_null(mx_secret_env_new(s, ""));
+    assert_null(mx_secret_env_new(s, "A=B"));
+    assert_null(mx_secret_env_new(NULL, "API_KEY"));
+    mx_secret_free(s);
+}
+
 static void test_secret_redact(void **state)
 {
     (void)state;
@@ -363,6 +377,7 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_vault, no_leaks),
         cmocka_unit_test_teardown(test_secret_bad_references, no_leaks),
         cmocka_unit_test_teardown(test_secret_header_new, no_leaks),
+        cmocka_unit_test_teardown(test_secret_env_new, no_leaks),
         cmocka_unit_test_teardown(test_secret_redact, no_leaks),
         cmocka_unit_test_teardown(test_secret_equal, no_leaks),
     };

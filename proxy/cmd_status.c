@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex status`: GET /health of a running gateway and print a table of
+ * the listener and the upstreams (cmd_status.h). The address comes from
+ * --url or from [listen] of the config; a TLS listener with the default
+ * certificate is verified against the local CA in <state_dir>/certs.
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "certs.h"
+#include "cmd_status.h"
+#include "diag.h"
+#include "err.h"
+#include "model.h"
+#include "num.h"
+
+#define HEALTH_CAP        (4 * 1024 * 1024)
+#define STATUS_TIMEOUT_MS 5000L
+#define NAME_COL_MAX      32
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mcplex status [-c FILE | --url URL [--cacert FILE]] [--json]\n"
+               "\n"
+               "Asks a running gateway for GET /health and prints its listener and\n"
+               "upstreams: state, since when, requests, failures, wakes, tools and the\n"
+               "median upstream latency of the last minute.\n"
+               "\n"
+               "  -c, --config FILE  config whose [listen] address to ask (default:\n"
+               "                     $MCPLEX_CONFIG, ./mcplex.toml,\n"
+               "                     $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
+               "  --url URL          ask this gateway instead, e.g. http://127.0.0.1:8443\n"
+               "  --cacert FILE      with an https --url: the CA to trust (PEM)\n"
+               "  --json             print the /health JSON as it came\n"
+               "  -h, --help         this text\n"
+               "\n"
+               "Exit status: 0 the gateway answered, 1 it did not, 2 usage error.\n");
+}
+
+/* ---- table ---- */
+
+static const char *str_or_dash(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
+}
+
+static void int_or_dash(char *out, size_t cap, const json_t *v)
+{
+    if (json_is_integer(v))
+        snprintf(out, cap, "%lld", (long long)json_integer_value(v));
+    else
+        snprintf(out, cap, "-");
+}
+
+static void age(char *out, size_t cap, long long s)
+{
+    if (s < 0)
+        s = 0;
+    if (s < 120)
+        snprintf(out, cap, "%llds", s);
+    else if (s < 2 * 3600)
+        snprintf(out, cap, "%lldm", s / 60);
+    else if (s < 2 * 86400)
+        snprintf(out, cap, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else
+        snprintf(out, cap, "%lldd%02lldh", s / 86400, s / 3600 % 24);
+}
+
+/* "2025-01-02T03:04:05Z" (health.c's format) → "12m ago"; as given otherwise. */
+static void since(char *out, size_t cap, const char *iso, time_t now)
+{
+    struct tm tm;
+    char a[32];
+    memset(&tm, 0, sizeof(tm));
+    const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+    if (end == NULL || *end != '\0') {
+        snprintf(out, cap, "%s", iso ? iso : "-");
+        return;
+    }
+    age(a, sizeof(a), (long long)(now - timegm(&tm)));
+    snprintf(out, cap, "%s ago", a);
+}
+
+/* The aggregate's view of |name| (tools listed), from health.mcp.upstreams. */
+static const json_t *mcp_upstream(const json_t *health, const char *name)
+{
+    const json_t *ups = json_object_get(json_object_get(health, "mcp"), "upstreams");
+    size_t i;
+    const json_t *u;
+    json_array_foreach(ups, i, u)
+    {
+        const char *n = json_string_value(json_object_get(u, "name"));
+        if (n && strcmp(n, name) == 0)
+            return u;
+    }
+    return NULL;
+}
+
+void mx_status_render(FILE *out, const json_t *health, const char *url, time_t now)
+{
+    char up[32], conns[24], infl[24], refused[24], sessions[24];
+    const json_t *uptime = json_object_get(health, "uptime_s");
+    const json_t *listen = json_object_get(health, "listen");
+
+    if (json_is_integer(uptime))
+        age(up, sizeof(up), (long long)json_integer_value(uptime));
+    else
+        snprintf(up, sizeof(up), "-");
+    fprintf(out, "mcplex %s at %s: %s, up %s\n", str_or_dash(health, "version"), url,
+            str_or_dash(health, "status"), up);
+
+    int_or_dash(conns, sizeof(conns), json_object_get(health, "connections"));
+    int_or_dash(infl, sizeof(infl), json_object_get(health, "inflight"));
+    int_or_dash(refused, sizeof(refused), json_object_get(health, "refused"));
+    int_or_dash(sessions, sizeof(sessions),
+                json_object_get(json_object_get(health, "mcp"), "sessions"));
+    if (json_is_object(listen)) {
+        char port[24];
+        int_or_dash(port, sizeof(port), json_object_get(listen, "port"));
+        fprintf(out, "listener  %s (port %s, %s)\n", str_or_dash(listen, "address"), port,
+                json_is_true(json_object_get(listen, "tls")) ? "TLS" : "plain HTTP");
+    }
+    fprintf(out, "clients   %s connections, %s requests in flight, %s sessions, %s refused\n",
+            conns, infl, sessions, refused);
+
+    const json_t *ups = json_object_get(health, "upstreams");
+    size_t i;
+    const json_t *u;
+    int w = (int)strlen("SERVER");
+    json_array_foreach(ups, i, u)
+    {
+        size_t n = strlen(str_or_dash(u, "name"));
+        if ((int)n > w)
+            w = n > NAME_COL_MAX ? NAME_COL_MAX : (int)n;
+    }
+    fprintf(out, "\n%-*s  %-11s  %-10s  %8s  %8s  %5s  %5s  %9s\n", w, "SERVER", "STATE", "SINCE",
+            "REQUESTS", "FAILURES", "WAKES", "TOOLS", "P50 (1m)");
+    json_array_foreach(ups, i, u)
+    {
+        const char *name = str_or_dash(u, "name");
+        char s[40], req[24], fail[24], wakes[24], tools[24], p50[24];
+        since(s, sizeof(s), json_string_value(json_object_get(u, "since")), now);
+        int_or_dash(req, sizeof(req), json_object_get(u, "requests"));
+        int_or_dash(fail, sizeof(fail), json_object_get(u, "failures"));
+        int_or_dash(wakes, sizeof(wakes), json_object_get(u, "wakes"));
+        int_or_dash(tools, sizeof(tools), json_object_get(mcp_upstream(health, name), "tools"));
+        const json_t *p = json_object_get(u, "p50_ms_1m");
+        if (json_is_number(p))
+            snprintf(p50, sizeof(p50), "%.1f ms", json_number_value(p));
+        else
+            snprintf(p50, sizeof(p50), "-");
+        fprintf(out, "%-*.*s  %-11s  %-10s  %8s  %8s  %5s  %5s  %9s\n", w, NAME_COL_MAX, name,
+                str_or_dash(u, "state"), s, req, fail, wakes, tools, p50);
+    }
+    if (json_array_size(ups) == 0)
+        fprintf(out, "(no upstreams configured)\n");
+}
+
+/* ---- fetching ---- */
+
+struct target {
+    char *url; /* .../health */
+    char *ca_file;
+};
+
+static void target_clear(struct target *t)
+{
+    free(t->url);
+    free(t->ca_file);
+}
+
+/*
+ * The /health URL for [listen] of |cfg|. A wildcard bind is asked on
+ * loopback; port 0 (any) cannot be known from outside. Returns 0, or
+ * MX_EINVAL after printing why.
+ */
+static int target_from_config(const struct mx_config *cfg, struct target *t)
+{
+    const char *a = cfg->listen.address;
+    const char *colon = strrchr(a, ':');
+    int64_t port;
+    if (colon == NULL || mx_num_parse(colon + 1, strlen(colon + 1), 0, 65535, &port) != 0) {
+        fprintf(stderr, "mcplex: %s: [listen] address '%s' has no port\n", cfg->path, a);
+        return MX_EINVAL;
+    }
+    if (port == 0) {
+        fprintf(stderr,
+                "mcplex: %s: [listen] address '%s' asks for any free port; pass the "
+                "gateway's address with --url\n",
+                cfg->path, a);
+        return MX_EINVAL;
+    }
+    char *host = mx_xstrndup(a, (size_t)(colon - a));
+    const char *h = host;
+    if (strcmp(h, "0.0.0.0") == 0 || strcmp(h, "") == 0)
+        h = "127.0.0.1";
+    else if (strcmp(h, "[::]") == 0)
+        h = "[::1]";
+    t->url = mx_xasprintf("%s://%s:%d/health", cfg->listen.tls ? "https" : "http", h, (int)port);
+    free(host);
+    /* The default certificate chains to the local CA; a configured one is
+     * expected to chain to something the system trusts. */
+    if (cfg->listen.tls && cfg->listen.cert == NULL) {
+        char *dir = mx_certs_default_dir(cfg->proxy.state_dir);
+        struct mx_certs_paths p;
+        mx_certs_paths_init(&p, dir);
+        t->ca_file = mx_xstrdup(p.ca_cert);
+        mx_certs_paths_clear(&p);
+        free(dir);
+    }
+    return 0;
+}
+
+static char *health_url(const char *base)
+{
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
+        n--;
+    if (n >= 7 && memcmp(base + n - 7, "/health", 7) == 0)
+        return mx_xstrndup(base, n);
+    return mx_xasprintf("%.*s/health", (int)n, base);
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
+{
+    struct mx_buf *b = data;
+    /* returning less than given makes libcurl stop with a write error */
+    return mx_buf_append(b, p, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+/* GET |t->url|. Returns 0 with the body in |out|, or 1 after printing why. */
+static int fetch(const struct target *t, struct mx_buf *out)
+{
+    char err[CURL_ERROR_SIZE] = "";
+    long status = 0;
+    CURL *c = curl_easy_init();
+    if (c == NULL) {
+        fprintf(stderr, "mcplex: cannot initialise libcurl\n");
+        return 1;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, t->url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* a proxy from the environment must not stand between us and loopback */
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "mcplex-status/" MX_VERSION);
+    if (t->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        fprintf(stderr, "mcplex: no gateway answered at %s: %s\n", t->url,
+                err[0] ? err : curl_easy_strerror(rc));
+        if (rc == CURLE_COULDNT_CONNECT)
+            fprintf(stderr, "mcplex: is `mcplex serve` running with this config?\n");
+        return 1;
+    }
+    if (status != 200) {
+        fprintf(stderr, "mcplex: %s answered HTTP %ld; is that an mcplex gateway?\n", t->url,
+                status);
+        return 1;
+    }
+    return 0;
+}
+
+int mx_cmd_status(int argc, char **argv)
+{
+    const char *cfg_arg = NULL, *url_arg = NULL, *ca_arg = NULL;
+    bool raw = false;
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"url", required_argument, NULL, 'u'},    {"cacert", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            cfg_arg = optarg;
+            break;
+        case 'j':
+            raw = true;
+            break;
+        case 'u':
+            url_arg = optarg;
+            break;
+        case 'a':
+            ca_arg = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || (cfg_arg && url_arg) || (ca_arg && !url_arg)) {
+        usage(stderr);
+        return 2;
+    }
+
+    struct target t = {0};
+    if (url_arg) {
+        t.url = health_url(url_arg);
+        t.ca_file = ca_arg ? mx_xstrdup(ca_arg) : NULL;
+    } else {
+        struct mx_diag diag = {0};
+        struct mx_config *cfg = NULL;
+        char msg[1024];
+        char *path = mx_config_find(cfg_arg);
+        int rc = mx_config_load(path, &cfg, &diag);
+        free(path);
+        if (rc != 0) {
+            fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+            return 1;
+        }
+        rc = target_from_config(cfg, &t);
+        mx_config_free(cfg);
+        if (rc != 0) {
+            target_clear(&t);
+            return 1;
+        }
+    }
+
+    int ret = 1;
+    struct mx_buf body;
+    mx_buf_init(&body, HEALTH_CAP);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+        goto out;
+    }
+    if (fetch(&t, &body) != 0)
+        goto out_curl;
+    if (raw) {
+        fwrite(mx_buf_data(&body), 1, mx_buf_len(&body), stdout);
+        if (mx_buf_len(&body) && mx_buf_data(&body)[mx_buf_len(&body) - 1] != '\n')
+            fputc('\n', stdout);
+        ret = 0;
+        goto out_curl;
+    }
+    json_error_t jerr;
+    json_t *h = json_loadb(mx_buf_data(&body), mx_buf_len(&body), JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(h)) {
+        fprintf(stderr, "mcplex: %s did not answer /health JSON: %s\n", t.url, jerr.text);
+        json_decref(h);
+        goto out_curl;
+    }
+    mx_status_render(stdout, h, t.url, time(NULL));
+    json_decref(h);
+    ret = 0;
+out_curl:
+    curl_global_cleanup();
+out:
+    mx_buf_clear(&body);
+    target_clear(&t);
+    if (fflush(stdout) != 0)
+        ret = 1;
+    return ret;
+}

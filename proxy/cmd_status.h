@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex status`: ask a running gateway for GET /health and print it as a
+ * table (or as the raw JSON). A command-line tool, so it blocks: one libcurl
+ * easy transfer, bounded by a timeout. It reads the config only for the
+ * listen address and TLS setting; it resolves no secret.
+ */
+#ifndef MX_CMD_STATUS_H
+#define MX_CMD_STATUS_H
+
+#include <stdio.h>
+#include <time.h>
+
+#include <jansson.h>
+
+int mx_cmd_status(int argc, char **argv);
+
+/*
+ * Print the /health object |health| fetched from |url| as the status
+ * table, ages relative to |now|. Missing members print as "-"; a /health
+ * from an older or newer gateway still prints what it has.
+ */
+void mx_status_render(FILE *out, const json_t *health, const char *url, time_t now);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by mcp.c (the client side of /mcp: HTTP, dispatch, calls)
+ * and mcp_up.c (the upstream side: catalogues, fan-out, merged views,
+ * notifications from upstreams). Not for other modules.
+ */
+#ifndef MX_MCP_INT_H
+#define MX_MCP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <jansson.h>
+
+#include "aggregate.h"
+#include "cursor.h"
+#include "gateway.h"
+#include "idmap.h"
+#include "mcp.h"
+#include "session.h"
+#include "upsess.h"
+#include "uriroute.h"
+
+#define SUBSYS_MCP "mcp"
+
+/* Lists an upstream may hold, as bits of enum mx_agg_kind. */
+#define KIND_BIT(k) (1u << (k))
+#define KINDS_ALL   0xfu
+#define MAX_PAGES   100   /* pages fetched from one upstream for one list */
+#define MAX_ITEMS   10000 /* items kept from one upstream for one list */
+#define RETRY_MIN_S 5.0   /* a failed upstream is tried again by lists after this */
+#define RETRY_MAX_S 60.0
+
+enum mcpup_state {
+    UPS_UNKNOWN = 0,    /* never contacted */
+    UPS_CONNECTING = 1, /* opening its session, first contact */
+    UPS_READY = 2,      /* initialized; lists may be loading */
+    UPS_FAILED = 3,     /* the last attempt failed: hidden from lists */
+};
+
+struct mx_mcp;
+struct mx_mcpup;
+
+/* Where an upstream session's unsolicited messages go. */
+struct upctx {
+    struct mx_mcpup *u;
+    struct mx_session *owner; /* per-client sessions; NULL for the shared one */
+    struct mx_upsess *s;
+};
+
+/* Someone waiting for an upstream's catalogue refresh. */
+struct upwait {
+    struct upwait *next;
+    void (*cb)(struct upwait *w, struct mx_mcpup *u);
+};
+
+struct refresh; /* mcp_up.c */
+
+struct mx_mcpup {
+    struct mx_mcp *m;
+    size_t idx;
+    struct mx_upstream *up;
+    const struct mx_server_cfg *cfg;
+    struct mx_upsess_env env;
+    struct upctx shared; /* .s: the shared session (session = "shared") */
+    enum mcpup_state state;
+    struct mx_upfail fail; /* why it is FAILED */
+    ev_tstamp failed_at;
+    double retry_s;
+    json_t *init;                   /* last initialize result */
+    json_t *lists[MX_AGG_KIND_CNT]; /* NULL: not fetched */
+    uint32_t gen[MX_AGG_KIND_CNT];  /* bumped when a list's content changes */
+    bool stale[MX_AGG_KIND_CNT];    /* a list_changed came */
+    struct refresh *refresh;        /* in progress */
+    struct upwait *waiters;
+};
+
+/* Per client session (mx_session.owner). */
+struct sub {
+    struct sub *next;
+    size_t up;
+    char *uri;
+};
+
+struct call;
+
+struct sessx {
+    struct mx_mcp *m;
+    struct upctx *pc; /* per-client upstream sessions, one slot per upstream */
+    struct call *calls;
+    struct sub *subs;
+    struct pending *pendings; /* initialize and lists waiting for a fan-out */
+};
+
+struct mx_mcp {
+    struct mx_gateway *gw;
+    struct ev_loop *loop;
+    const struct mx_config *cfg;
+    struct mx_session_table *sessions;
+    struct mx_idmap *ids;
+    struct mx_mcpup *ups;
+    size_t up_cnt;
+    uint8_t cursor_key[MX_CURSOR_KEY_LEN];
+    uint64_t internal_id; /* ids of mcplex's own upstream requests */
+
+    struct mx_agg_view *views[MX_AGG_KIND_CNT];
+    struct mx_uriroute *uris;
+    bool views_dirty;
+    uint64_t seen_sig[MX_AGG_KIND_CNT]; /* what clients were last told about */
+    bool sig_known;
+    ev_timer announce; /* coalesces list_changed announcements */
+    bool shutting_down;
+};
+
+/* ---- mcp_up.c ---- */
+
+void mcp_up_init(struct mx_mcp *m);
+void mcp_up_clear(struct mx_mcp *m);
+
+/* The upstream session |s| should use for |u|, opened if needed. */
+struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s);
+/* Close the per-client upstream sessions of |s|. */
+void mcp_up_session_closed(struct mx_session *s);
+
+/* Whether |u| needs a refresh for |kinds| before answering. */
+bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list);
+/* Start (or join) a refresh of |u| through |via|; |w| (may be NULL) hears
+ * when it ends. */
+void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struct upwait *w);
+/* Remove a waiter that no longer wants to hear. */
+void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w);
+
+/* Visible: its lists are shown to clients. */
+bool mcp_up_visible(const struct mx_mcpup *u);
+/* Note the outcome of a call: failures hide the upstream, successes show it. */
+void mcp_up_note_ok(struct mx_mcpup *u);
+void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f);
+
+/* The merged view of |kind| and the URI router, rebuilt when stale. */
+struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind);
+struct mx_uriroute *mcp_uris(struct mx_mcp *m);
+/* Catalogues changed: rebuild views lazily and announce list_changed. */
+void mcp_changed(struct mx_mcp *m);
+
+/* Announce pending changes now, to the sessions answered so far (before
+ * answering one more, which sees the changes in its answer). */
+void mcp_announce_now(struct mx_mcp *m);
+
+/* A message from upstream |u| outside any answer, or a notification on a
+ * call's stream that concerns everyone (list_changed, resources/updated). */
+void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg);
+
+/* Session |s| changed its log level: tell the upstream sessions. */
+void mcp_up_levels(struct mx_mcp *m, struct mx_session *s);
+
+/* An internal request id ("mcplex-<n>") for mcplex's own upstream requests. */
+json_t *mcp_internal_id(struct mx_mcp *m);
+
+/* ---- mcp.c ---- */
+
+/* A request from upstream |ctx| (sampling, elicitation, roots, ping) on
+ * behalf of |call| (may be NULL): answer it or pass it to the client. */
+void mcp_s2c_request(struct upctx *ctx, uint64_t key, json_t *msg, struct call *call);
+/* Progress from an upstream: to the call that owns the token. */
+void mcp_progress(struct mx_mcp *m, json_t *msg);
+/* The log level index of "debug".."emergency", or -1. */
+int mcp_log_level(const char *name);
+/* Send |msg| to session |s|: on the GET stream (queued while absent). */
+void mcp_push(struct mx_session *s, const json_t *msg);
+/* The most verbose level any session asked for, or -1. */
+int mcp_min_log_level(struct mx_mcp *m);
+const char *mcp_log_level_name(int level);
+
+#endif

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The upstream side of /mcp: each upstream's catalogue (initialize result,
+ * tools, prompts, resources, templates), refreshed through an upstream
+ * session when first needed and after a list_changed; the merged views
+ * built from the catalogues; the list_changed notifications clients get
+ * when what they would see changes (an upstream joins late, goes down,
+ * comes back, or changes a list); and what upstreams send outside any
+ * answer. The fan-out seam is mcp_up_refresh(): a catalogue saved on disk
+ * can later stand in for it without touching the client side.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "log.h"
+#include "mcp_int.h"
+#include "rand.h"
+#include "rpc.h"
+
+#define SUBSYS           SUBSYS_MCP
+#define ANNOUNCE_DELAY_S 0.01 /* coalesce bursts of changes into one list_changed */
+
+static const char *const list_methods[MX_AGG_KIND_CNT] = {
+    "tools/list", "prompts/list", "resources/list", "resources/templates/list"};
+static const char *const cap_names[MX_AGG_KIND_CNT] = {"tools", "prompts", "resources",
+                                                       "resources"};
+
+struct refresh {
+    struct mx_mcpup *u;
+    struct upctx *via;
+    unsigned kinds;
+    struct mx_uprpc *rpc;
+    int kind; /* being fetched, -1: connecting */
+    json_t *acc;
+    size_t pages;
+};
+
+static void refresh_step(struct refresh *r);
+
+json_t *mcp_internal_id(struct mx_mcp *m)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "mcplex-%llu", (unsigned long long)++m->internal_id);
+    return json_string(id);
+}
+
+/* ---- state ---- */
+
+static const char *up_state_name(enum mcpup_state s)
+{
+    switch (s) {
+    case UPS_UNKNOWN:
+        return "unknown";
+    case UPS_CONNECTING:
+        return "connecting";
+    case UPS_READY:
+        return "ready";
+    case UPS_FAILED:
+        return "failed";
+    }
+    return "?";
+}
+
+static void set_up_state(struct mx_mcpup *u, enum mcpup_state st)
+{
+    if (u->state == st)
+        return;
+    mx_log_debug(SUBSYS, "up:%s aggregate %s -> %s", u->cfg->name, up_state_name(u->state),
+                 up_state_name(st));
+    bool was_visible = mcp_up_visible(u);
+    u->state = st;
+    if (was_visible != mcp_up_visible(u))
+        mcp_changed(u->m);
+}
+
+bool mcp_up_visible(const struct mx_mcpup *u)
+{
+    return u->state == UPS_READY;
+}
+
+void mcp_up_note_ok(struct mx_mcpup *u)
+{
+    u->retry_s = RETRY_MIN_S;
+    if (u->state == UPS_FAILED || u->state == UPS_CONNECTING) {
+        if (u->state == UPS_FAILED)
+            mx_log_info(SUBSYS, "up:%s is back; its lists are shown again", u->cfg->name);
+        set_up_state(u, UPS_READY);
+    }
+}
+
+void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f)
+{
+    /* Only failures that say the upstream cannot serve anyone hide it: a
+     * slow call or a broken answer is about that call. */
+    if (strcmp(f->reason, "auth-failed") != 0 && strcmp(f->reason, "unreachable") != 0 &&
+        strcmp(f->reason, "not-awake") != 0)
+        return;
+    u->fail = *f;
+    u->failed_at = ev_now(u->m->loop);
+    if (u->state != UPS_FAILED) {
+        mx_log_warn(SUBSYS, "%s; its tools leave the merged lists", f->message);
+        set_up_state(u, UPS_FAILED);
+    } else {
+        u->retry_s = u->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : u->retry_s * 2;
+    }
+}
+
+/* ---- upstream sessions ---- */
+
+static void on_up_message(struct mx_upsess *s, uint64_t key, json_t *msg, void *data)
+{
+    struct upctx *ctx = data;
+    (void)s;
+    mcp_up_unsolicited(ctx, key, msg);
+}
+
+static void send_level(struct upctx *ctx, int level);
+
+static void on_up_ready(struct mx_upsess *s, json_t *init, void *data)
+{
+    struct upctx *ctx = data;
+    struct mx_mcpup *u = ctx->u;
+    (void)s;
+    bool again = u->init != NULL && ctx->owner == NULL;
+    json_decref(u->init);
+    u->init = json_incref(init);
+    if (again) {
+        /* a new session on an upstream we knew: it may have restarted with
+         * other lists; look again (MCP 2025-06-18, Session Management) */
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+            if (u->lists[k])
+                u->stale[k] = true;
+        }
+        mcp_up_refresh(u, ctx, 0, NULL);
+    }
+    int level = ctx->owner ? ctx->owner->log_level : mcp_min_log_level(u->m);
+    if (level >= 0)
+        send_level(ctx, level);
+}
+
+static json_t *client_caps_for(const struct mx_session *owner)
+{
+    /* What mcplex can pass on for a client. For a shared session every
+     * client is behind it, so sampling and elicitation are offered and a
+     * request from the upstream goes to the client whose call caused it
+     * (refused if that client lacks the capability); roots belong to one
+     * client, so only a per-client session declares them. */
+    if (owner == NULL)
+        return json_pack("{s:{}, s:{}}", "sampling", "elicitation");
+    json_t *caps = json_object_get(owner->init_params, "capabilities");
+    json_t *out = json_object();
+    static const char *const keep[] = {"sampling", "elicitation", "roots"};
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+        json_t *v = json_object_get(caps, keep[i]);
+        if (json_is_object(v))
+            json_object_set(out, keep[i], v);
+    }
+    return out;
+}
+
+static const struct mx_upsess_cbs upsess_cbs = {on_up_message, on_up_ready};
+
+struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
+{
+    struct upctx *ctx;
+    if (u->cfg->session == MX_SESSION_SHARED || s == NULL) {
+        ctx = &u->shared;
+    } else {
+        struct sessx *sx = s->owner;
+        ctx = &sx->pc[u->idx];
+        ctx->owner = s;
+    }
+    ctx->u = u;
+    if (ctx->s == NULL) {
+        json_t *caps = client_caps_for(ctx->owner);
+        ctx->s = mx_upsess_new(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
+        json_decref(caps);
+    }
+    return ctx;
+}
+
+static void refresh_abort(struct mx_mcpup *u);
+
+void mcp_up_session_closed(struct mx_session *s)
+{
+    struct sessx *sx = s->owner;
+    if (sx == NULL || sx->pc == NULL)
+        return;
+    struct mx_mcp *m = sx->m;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct upctx *ctx = &sx->pc[i];
+        struct mx_mcpup *u = &m->ups[i];
+        if (u->refresh && u->refresh->via == ctx)
+            refresh_abort(u);
+        if (ctx->s) {
+            mx_idmap_drop_upsess(m->ids, mx_upsess_key(ctx->s));
+            mx_upsess_close(ctx->s);
+            ctx->s = NULL;
+        }
+    }
+}
+
+/* ---- catalogue refresh ---- */
+
+static bool offers(const struct mx_mcpup *u, int kind)
+{
+    json_t *caps = json_object_get(u->init, "capabilities");
+    return json_is_object(json_object_get(caps, cap_names[kind]));
+}
+
+bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list)
+{
+    if (u->cfg->transport == MX_TRANSPORT_SSE)
+        return false; /* HTTP+SSE upstreams are not served at /mcp yet */
+    if (u->refresh)
+        return true;
+    switch (u->state) {
+    case UPS_UNKNOWN:
+    case UPS_CONNECTING:
+        return true;
+    case UPS_FAILED:
+        return for_list && ev_now(u->m->loop) - u->failed_at >= u->retry_s;
+    case UPS_READY:
+        break;
+    }
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        if ((kinds & KIND_BIT(k)) && (u->lists[k] == NULL || u->stale[k]))
+            return true;
+    }
+    return false;
+}
+
+static void refresh_free(struct refresh *r)
+{
+    json_decref(r->acc);
+    free(r);
+}
+
+/* Tell the waiters and let go; |again| (may be NULL) serves a list_changed
+ * that came after its list was fetched. */
+static void refresh_end(struct mx_mcpup *u, struct upctx *again)
+{
+    struct refresh *r = u->refresh;
+    u->refresh = NULL;
+    if (r) {
+        if (r->rpc)
+            mx_uprpc_cancel(r->rpc);
+        refresh_free(r);
+    }
+    struct upwait *w = u->waiters;
+    u->waiters = NULL;
+    while (w) {
+        struct upwait *n = w->next;
+        w->next = NULL;
+        w->cb(w, u);
+        w = n;
+    }
+    mcp_changed(u->m);
+    for (int k = 0; again && k < MX_AGG_KIND_CNT; k++) {
+        if (u->stale[k] && u->lists[k] && u->state == UPS_READY && !u->m->shutting_down) {
+            mcp_up_refresh(u, again, 0, NULL);
+            break;
+        }
+    }
+}
+
+static void refresh_abort(struct mx_mcpup *u)
+{
+    refresh_end(u, NULL);
+}
+
+static void refresh_failed(struct refresh *r, const struct mx_upfail *fail)
+{
+    struct mx_mcpup *u = r->u;
+    r->rpc = NULL;
+    if (u->state == UPS_CONNECTING || u->state == UPS_UNKNOWN) {
+        /* first contact failed: nothing of it can be shown */
+        mx_log_warn(SUBSYS, "%s", fail->message);
+        u->fail = *fail;
+        u->failed_at = ev_now(u->m->loop);
+        set_up_state(u, UPS_FAILED);
+    } else {
+        mx_log_info(SUBSYS, "%s", fail->message);
+        mcp_up_note_fail(u, fail);
+    }
+    refresh_end(u, NULL);
+}
+
+static void store_list(struct mx_mcpup *u, int kind, json_t *items)
+{
+    u->stale[kind] = false;
+    if (u->lists[kind] && json_equal(u->lists[kind], items)) {
+        json_decref(items);
+        return;
+    }
+    json_decref(u->lists[kind]);
+    u->lists[kind] = items;
+    u->gen[kind]++;
+    mcp_changed(u->m);
+}
+
+static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                         void *data)
+{
+    struct refresh *r = data;
+    struct mx_mcpup *u = r->u;
+    (void)rpc;
+    r->rpc = NULL;
+    if (fail) {
+        refresh_failed(r, fail);
+        return;
+    }
+    mcp_up_note_ok(u);
+    json_t *result = json_object_get(resp, "result");
+    json_t *items = json_object_get(result, mx_agg_list_key((enum mx_agg_kind)r->kind));
+    if (!json_is_object(result) || !json_is_array(items)) {
+        /* an error (often "method not found"): nothing of this kind */
+        store_list(u, r->kind, json_array());
+        json_decref(r->acc);
+        r->acc = NULL;
+        refresh_step(r);
+        return;
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        if (json_array_size(r->acc) >= MAX_ITEMS)
+            break;
+        json_array_append(r->acc, it);
+    }
+    const char *next = json_string_value(json_object_get(result, "nextCursor"));
+    /* MCP 2025-06-18, Pagination: no nextCursor ends the list; bounded. */
+    if (next && r->pages < MAX_PAGES && json_array_size(r->acc) < MAX_ITEMS) {
+        json_t *msg =
+            json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
+                      "method", list_methods[r->kind], "params", "cursor", next);
+        r->pages++;
+        static const struct mx_uprpc_cbs cbs = {NULL, on_list_done, NULL};
+        int rc =
+            mx_upsess_request(r->via->s, msg, (long)u->cfg->request_timeout_ms, &cbs, r, &r->rpc);
+        json_decref(msg);
+        if (rc == 0)
+            return;
+    } else if (next) {
+        mx_log_warn(SUBSYS,
+                    "up:%s lists more than %d pages or %d items of %s; the rest is left "
+                    "out",
+                    u->cfg->name, MAX_PAGES, MAX_ITEMS, mx_agg_list_key((enum mx_agg_kind)r->kind));
+    }
+    store_list(u, r->kind, r->acc);
+    r->acc = NULL;
+    refresh_step(r);
+}
+
+static int next_kind(struct refresh *r)
+{
+    struct mx_mcpup *u = r->u;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        bool wanted = (r->kinds & KIND_BIT(k)) || (u->lists[k] && u->stale[k]);
+        if (wanted && (u->lists[k] == NULL || u->stale[k]))
+            return k;
+    }
+    return -1;
+}
+
+static void refresh_step(struct refresh *r)
+{
+    struct mx_mcpup *u = r->u;
+    static const struct mx_uprpc_cbs cbs = {NULL, on_list_done, NULL};
+    for (;;) {
+        int k = next_kind(r);
+        if (k < 0) {
+            refresh_end(u, r->via);
+            return;
+        }
+        if (!offers(u, k)) {
+            store_list(u, k, json_array());
+            continue;
+        }
+        r->kind = k;
+        r->pages = 1;
+        r->acc = json_array();
+        json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
+                                "method", list_methods[k]);
+        int rc =
+            mx_upsess_request(r->via->s, msg, (long)u->cfg->request_timeout_ms, &cbs, r, &r->rpc);
+        json_decref(msg);
+        if (rc) {
+            struct mx_upfail fail;
+            mx_upfail_proto(u->cfg, "its session is closed", &fail);
+            refresh_failed(r, &fail);
+        }
+        return;
+    }
+}
+
+static void on_connected(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                         void *data)
+{
+    struct refresh *r = data;
+    struct mx_mcpup *u = r->u;
+    (void)rpc;
+    (void)resp;
+    r->rpc = NULL;
+    if (fail) {
+        refresh_failed(r, fail);
+        return;
+    }
+    if (u->init == NULL)
+        u->init = json_incref(mx_upsess_init_result(r->via->s));
+    mcp_up_note_ok(u);
+    refresh_step(r);
+}
+
+void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struct upwait *w)
+{
+    if (w) {
+        w->next = u->waiters;
+        u->waiters = w;
+    }
+    if (u->refresh) {
+        u->refresh->kinds |= kinds;
+        return;
+    }
+    if (u->cfg->transport == MX_TRANSPORT_SSE || u->m->shutting_down) {
+        refresh_end(u, NULL);
+        return;
+    }
+    struct refresh *r = mx_xcalloc(1, sizeof(*r));
+    r->u = u;
+    r->via = via;
+    r->kinds = kinds;
+    r->kind = -1;
+    u->refresh = r;
+    if (u->state == UPS_UNKNOWN)
+        set_up_state(u, UPS_CONNECTING);
+    static const struct mx_uprpc_cbs cbs = {NULL, on_connected, NULL};
+    if (mx_upsess_request(via->s, NULL, 0, &cbs, r, &r->rpc) != 0) {
+        struct mx_upfail fail;
+        mx_upfail_proto(u->cfg, "its session is closed", &fail);
+        refresh_failed(r, &fail);
+    }
+}
+
+void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w)
+{
+    for (struct upwait **pp = &u->waiters; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            w->next = NULL;
+            return;
+        }
+    }
+}
+
+/* ---- merged views and list_changed ---- */
+
+static void rebuild(struct mx_mcp *m)
+{
+    struct mx_agg_source *srcs = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*srcs));
+    struct mx_uri_source *usrc = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*usrc));
+    struct mx_agg_opts o = {m->cfg->proxy.prefix, (size_t)m->cfg->proxy.name_budget};
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        for (size_t i = 0; i < m->up_cnt; i++) {
+            struct mx_mcpup *u = &m->ups[i];
+            srcs[i].alias = u->cfg->alias;
+            srcs[i].items = u->lists[k];
+            srcs[i].visible = mcp_up_visible(u);
+            srcs[i].allow = k == MX_AGG_TOOLS     ? &u->cfg->tools
+                            : k == MX_AGG_PROMPTS ? &u->cfg->prompts
+                                                  : NULL;
+            srcs[i].deny = k == MX_AGG_TOOLS     ? &u->cfg->tools_deny
+                           : k == MX_AGG_PROMPTS ? &u->cfg->prompts_deny
+                                                 : NULL;
+        }
+        mx_agg_view_free(m->views[k]);
+        m->views[k] = NULL;
+        if (mx_agg_build((enum mx_agg_kind)k, srcs, m->up_cnt, &o, &m->views[k]) != 0)
+            mx_fatal(SUBSYS, "cannot merge lists (name_budget %lld)",
+                     (long long)m->cfg->proxy.name_budget);
+    }
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        usrc[i].resources = m->ups[i].lists[MX_AGG_RESOURCES];
+        usrc[i].templates = m->ups[i].lists[MX_AGG_TEMPLATES];
+    }
+    mx_uriroute_free(m->uris);
+    m->uris = mx_uriroute_new(usrc, m->up_cnt);
+    free(srcs);
+    free(usrc);
+    m->views_dirty = false;
+}
+
+struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind)
+{
+    if (m->views_dirty || m->views[kind] == NULL)
+        rebuild(m);
+    return m->views[kind];
+}
+
+struct mx_uriroute *mcp_uris(struct mx_mcp *m)
+{
+    if (m->views_dirty || m->uris == NULL)
+        rebuild(m);
+    return m->uris;
+}
+
+/* What a client would see of |kind|: names, sources and list generations. */
+static uint64_t view_sig(struct mx_mcp *m, int kind)
+{
+    struct mx_agg_view *v = mcp_view(m, (enum mx_agg_kind)kind);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < mx_agg_entry_cnt(v); i++) {
+        const struct mx_agg_entry *e = mx_agg_entry_at(v, i);
+        if (!e->visible)
+            continue;
+        for (const char *p = e->key; *p; p++)
+            h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+        h = (h ^ (e->src + 1)) * 0x100000001b3ULL;
+        h = (h ^ m->ups[e->src].gen[kind]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+void mcp_changed(struct mx_mcp *m)
+{
+    m->views_dirty = true;
+    if (!m->shutting_down && !ev_is_active(&m->announce))
+        ev_timer_start(m->loop, &m->announce);
+}
+
+static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_mcp *m = mx_container_of(w, struct mx_mcp, announce);
+    static const char *const methods[MX_AGG_KIND_CNT] = {
+        "notifications/tools/list_changed", "notifications/prompts/list_changed",
+        "notifications/resources/list_changed", "notifications/resources/list_changed"};
+    bool changed[MX_AGG_KIND_CNT];
+    (void)loop;
+    (void)revents;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        uint64_t sig = view_sig(m, k);
+        changed[k] = sig != m->seen_sig[k];
+        m->seen_sig[k] = sig;
+    }
+    changed[MX_AGG_RESOURCES] = changed[MX_AGG_RESOURCES] || changed[MX_AGG_TEMPLATES];
+    for (int k = 0; k < MX_AGG_TEMPLATES; k++) {
+        if (!changed[k])
+            continue;
+        json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", methods[k]);
+        size_t n = 0;
+        for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+            /* MCP 2025-06-18, Tools: list_changed once the client could
+             * have listed; before its initialize answer it lists anyway */
+            if (s->answered) {
+                mcp_push(s, note);
+                n++;
+            }
+        }
+        mx_log_debug(SUBSYS, "%s to %zu sessions", methods[k], n);
+        json_decref(note);
+    }
+}
+
+void mcp_announce_now(struct mx_mcp *m)
+{
+    if (!ev_is_active(&m->announce))
+        return;
+    ev_timer_stop(m->loop, &m->announce);
+    announce_cb(m->loop, &m->announce, 0);
+}
+
+/* ---- messages from upstreams ---- */
+
+static void resources_updated(struct upctx *ctx, json_t *msg)
+{
+    struct mx_mcp *m = ctx->u->m;
+    const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
+    if (uri == NULL)
+        return;
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        struct sessx *sx = s->owner;
+        if (ctx->owner && ctx->owner != s)
+            continue;
+        for (struct sub *b = sx->subs; b; b = b->next) {
+            if (b->up == ctx->u->idx && strcmp(b->uri, uri) == 0) {
+                mcp_push(s, msg);
+                break;
+            }
+        }
+    }
+}
+
+/* MCP 2025-06-18, Logging: levels per RFC 5424, least severe first. */
+static void log_message(struct upctx *ctx, json_t *msg)
+{
+    struct mx_mcp *m = ctx->u->m;
+    json_t *params = json_object_get(msg, "params");
+    int level = mcp_log_level(json_string_value(json_object_get(params, "level")));
+    json_t *out = json_deep_copy(msg);
+    json_t *op = json_object_get(out, "params");
+    const char *logger = json_string_value(json_object_get(params, "logger"));
+    char *name =
+        logger ? mx_xasprintf("%s/%s", ctx->u->cfg->alias, logger) : mx_xstrdup(ctx->u->cfg->alias);
+    if (json_is_object(op))
+        json_object_set_new(op, "logger", json_string(name));
+    free(name);
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        if (ctx->owner && ctx->owner != s)
+            continue;
+        if (!s->answered || (s->log_level >= 0 && level >= 0 && level < s->log_level))
+            continue;
+        mcp_push(s, out);
+    }
+    json_decref(out);
+}
+
+/* The upstream withdrew a request it had sent to a client. */
+static void cancelled(struct upctx *ctx, uint64_t key, json_t *msg)
+{
+    struct mx_mcp *m = ctx->u->m;
+    json_t *params = json_object_get(msg, "params");
+    const struct mx_idmap_s2c *e =
+        mx_idmap_s2c_by_up(m->ids, key, json_object_get(params, "requestId"));
+    if (e == NULL)
+        return;
+    struct mx_session *s = mx_session_by_key(m->sessions, e->session);
+    if (s) {
+        json_t *out = json_deep_copy(msg);
+        json_object_set_new(json_object_get(out, "params"), "requestId",
+                            json_integer((json_int_t)e->client_id));
+        mcp_push(s, out);
+        json_decref(out);
+    }
+    mx_idmap_s2c_remove(m->ids, e->client_id);
+}
+
+void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
+{
+    struct mx_mcpup *u = ctx->u;
+    enum mx_rpc_kind kind = mx_rpc_classify(msg);
+    if (kind == MX_RPC_REQUEST) {
+        mcp_s2c_request(ctx, key, msg, NULL);
+        return;
+    }
+    if (kind != MX_RPC_NOTIFICATION)
+        return;
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (strcmp(method, "notifications/tools/list_changed") == 0 ||
+        strcmp(method, "notifications/prompts/list_changed") == 0 ||
+        strcmp(method, "notifications/resources/list_changed") == 0) {
+        if (strcmp(method, "notifications/tools/list_changed") == 0) {
+            u->stale[MX_AGG_TOOLS] = u->lists[MX_AGG_TOOLS] != NULL;
+        } else if (strcmp(method, "notifications/prompts/list_changed") == 0) {
+            u->stale[MX_AGG_PROMPTS] = u->lists[MX_AGG_PROMPTS] != NULL;
+        } else {
+            u->stale[MX_AGG_RESOURCES] = u->lists[MX_AGG_RESOURCES] != NULL;
+            u->stale[MX_AGG_TEMPLATES] = u->lists[MX_AGG_TEMPLATES] != NULL;
+        }
+        mx_log_debug(SUBSYS, "up:%s %s", u->cfg->name, method);
+        if (!u->m->shutting_down)
+            mcp_up_refresh(u, ctx, 0, NULL);
+    } else if (strcmp(method, "notifications/resources/updated") == 0) {
+        resources_updated(ctx, msg);
+    } else if (strcmp(method, "notifications/message") == 0) {
+        log_message(ctx, msg);
+    } else if (strcmp(method, "notifications/progress") == 0) {
+        mcp_progress(u->m, msg);
+    } else if (strcmp(method, "notifications/cancelled") == 0) {
+        cancelled(ctx, key, msg);
+    } else {
+        mx_log_debug(SUBSYS, "up:%s %s not passed on", u->cfg->name, method);
+    }
+}
+
+/* ---- logging/setLevel ---- */
+
+static void on_level_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                          void *data)
+{
+    (void)rpc;
+    (void)resp;
+    (void)fail;
+    (void)data;
+}
+
+static void send_level(struct upctx *ctx, int level)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, on_level_done, NULL};
+    struct mx_uprpc *rpc;
+    json_t *caps = json_object_get(ctx->u->init, "capabilities");
+    if (ctx->s == NULL || !json_is_object(json_object_get(caps, "logging")))
+        return;
+    json_t *msg =
+        json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(ctx->u->m),
+                  "method", "logging/setLevel", "params", "level", mcp_log_level_name(level));
+    mx_upsess_request(ctx->s, msg, (long)ctx->u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+    json_decref(msg);
+}
+
+/* The shared sessions follow the most verbose level anyone wants; each
+ * client is filtered to its own level on the way out. */
+void mcp_up_levels(struct mx_mcp *m, struct mx_session *s)
+{
+    int min = mcp_min_log_level(m);
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = &m->ups[i];
+        if (u->cfg->session == MX_SESSION_SHARED) {
+            if (u->shared.s && mx_upsess_is_ready(u->shared.s) && min >= 0)
+                send_level(&u->shared, min);
+        } else if (s) {
+            struct sessx *sx = s->owner;
+            if (sx->pc[i].s && mx_upsess_is_ready(sx->pc[i].s))
+                send_level(&sx->pc[i], s->log_level);
+        }
+    }
+}
+
+/* ---- setup ---- */
+
+void mcp_up_init(struct mx_mcp *m)
+{
+    struct mx_gateway *gw = m->gw;
+    m->up_cnt = gw->upstream_cnt;
+    m->ups = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*m->ups));
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = &m->ups[i];
+        u->m = m;
+        u->idx = i;
+        u->up = &gw->upstreams[i];
+        u->cfg = u->up->cfg;
+        u->env.loop = gw->loop;
+        u->env.uc = gw->uclient;
+        u->env.up = u->up;
+        u->env.trace = gw->trace;
+        u->shared.u = u;
+        u->retry_s = RETRY_MIN_S;
+    }
+    ev_timer_init(&m->announce, announce_cb, ANNOUNCE_DELAY_S, 0.0);
+    m->views_dirty = true;
+    /* what a client sees before any upstream answered: nothing */
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+        m->seen_sig[k] = 0xcbf29ce484222325ULL;
+    /* start = "eager": open the session (start the process) and load the
+     * catalogue now rather than at the first client */
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        if (m->ups[i].cfg->start == MX_START_EAGER)
+            mcp_up_refresh(&m->ups[i], mcp_up_session(&m->ups[i], NULL), KINDS_ALL, NULL);
+    }
+}
+
+void mcp_up_clear(struct mx_mcp *m)
+{
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = &m->ups[i];
+        if (u->refresh)
+            refresh_abort(u);
+        mx_upsess_close(u->shared.s);
+        u->shared.s = NULL;
+    }
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = &m->ups[i];
+        mx_upsess_env_clear(&u->env);
+        json_decref(u->init);
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+            json_decref(u->lists[k]);
+    }
+    ev_timer_stop(m->loop, &m->announce);
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+        mx_agg_view_free(m->views[k]);
+    mx_uriroute_free(m->uris);
+    free(m->ups);
+}
+
+/* ---- health ---- */
+
+json_t *mx_mcp_health(struct mx_mcp *m)
+{
+    json_t *ups = json_array();
+    json_t *renamed = json_array();
+    if (m == NULL)
+        return json_object();
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = &m->ups[i];
+        json_t *o = json_pack("{s:s, s:s, s:b}", "name", u->cfg->name, "state",
+                              up_state_name(u->state), "listed", mcp_up_visible(u));
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+            if (u->lists[k])
+                json_object_set_new(o, mx_agg_list_key((enum mx_agg_kind)k),
+                                    json_integer((json_int_t)json_array_size(u->lists[k])));
+        }
+        if (u->state == UPS_FAILED)
+            json_object_set_new(o, "reason", json_string(u->fail.message));
+        json_array_append_new(ups, o);
+    }
+    for (int k = MX_AGG_TOOLS; k <= MX_AGG_PROMPTS; k++) {
+        struct mx_agg_view *v = mcp_view(m, (enum mx_agg_kind)k);
+        for (size_t i = 0; i < mx_agg_entry_cnt(v); i++) {
+            const struct mx_agg_entry *e = mx_agg_entry_at(v, i);
+            if (strcmp(e->key, e->orig) == 0)
+                continue;
+            json_array_append_new(renamed, json_pack("{s:s, s:s, s:s, s:s}", "kind",
+                                                     k == MX_AGG_TOOLS ? "tool" : "prompt", "name",
+                                                     e->key, "server", m->ups[e->src].cfg->name,
+                                                     "original", e->orig));
+        }
+    }
+    return json_pack("{s:I, s:o, s:o}", "sessions", (json_int_t)mx_session_cnt(m->sessions),
+                     "upstreams", ups, "renamed", renamed);
+}

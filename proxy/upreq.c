@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* Upstream request headers and failure descriptions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "rpc.h"
+#include "secret.h"
+#include "upreq.h"
+
+void mx_upreq_hdrs_init(struct mx_upreq_hdrs *h)
+{
+    memset(h, 0, sizeof(*h));
+}
+
+int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str value)
+{
+    if (h->cnt == MX_UPREQ_MAX_HEADERS)
+        return MX_ELIMIT;
+    for (size_t i = 0; i < value.len; i++) {
+        /* a CR or LF would smuggle in further header lines */
+        if (value.p[i] == '\r' || value.p[i] == '\n' || value.p[i] == '\0')
+            return MX_EINVAL;
+    }
+    h->owned[h->cnt] = mx_xasprintf("%s: %.*s", name, (int)value.len, value.p);
+    h->lines[h->cnt] = h->owned[h->cnt];
+    h->cnt++;
+    return 0;
+}
+
+int mx_upreq_hdrs_auth(struct mx_upreq_hdrs *h, const struct mx_server_cfg *cfg)
+{
+    if (h->cnt == MX_UPREQ_MAX_HEADERS)
+        return MX_ELIMIT;
+    char *line = mx_secret_header_new(cfg->secret, cfg->auth, cfg->auth_name);
+    if (line == NULL)
+        return 0;
+    h->owned[h->cnt] = line;
+    h->lines[h->cnt] = line;
+    h->cnt++;
+    return 0;
+}
+
+void mx_upreq_hdrs_clear(struct mx_upreq_hdrs *h)
+{
+    /* Every line is wiped: which one holds the credential is not tracked. */
+    for (size_t i = 0; i < h->cnt; i++)
+        mx_secret_wipe_free(h->owned[i]);
+    memset(h, 0, sizeof(*h));
+}
+
+/* "check vault entry files" or "check the secret env:TOKEN" */
+static void check_hint(const struct mx_server_cfg *cfg, char *out, size_t cap)
+{
+    const char *ref = cfg->secret_ref;
+    if (ref == NULL)
+        snprintf(out, cap, "no secret is configured for it");
+    else if (strncmp(ref, "vault:", 6) == 0)
+        snprintf(out, cap, "check vault entry %s", ref + 6);
+    else
+        snprintf(out, cap, "check the secret %s", ref);
+}
+
+void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)
+{
+    char hint[256];
+    memset(out, 0, sizeof(*out));
+    if (status == 401 || status == 403) {
+        check_hint(cfg, hint, sizeof(hint));
+        out->code = MX_RPC_UPSTREAM_AUTH;
+        out->reason = "auth-failed";
+        snprintf(out->message, sizeof(out->message),
+                 "upstream '%s' auth-failed: it refused its credential (HTTP %ld); %s", cfg->name,
+                 status, hint);
+        return;
+    }
+    for (size_t i = 0; i < cfg->retry_on_cnt; i++) {
+        if (cfg->retry_on[i] == status) {
+            out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
+            out->reason = "not-awake";
+            snprintf(out->message, sizeof(out->message), "upstream '%s' answered HTTP %ld",
+                     cfg->name, status);
+            return;
+        }
+    }
+    out->code = MX_RPC_UPSTREAM_HTTP;
+    out->reason = "http-error";
+    snprintf(out->message, sizeof(out->message), "upstream '%s' answered HTTP %ld", cfg->name,
+             status);
+}
+
+void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct mx_ureq_info *info,
+                         struct mx_upfail *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (info && info->wake_timeout) {
+        out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
+        out->reason = "not-awake";
+        snprintf(out->message, sizeof(out->message), "upstream '%s' did not wake within %lld s",
+                 cfg->name, (long long)(cfg->wake_timeout_ms / 1000));
+    } else if (err == MX_ETIMEDOUT) {
+        out->code = MX_RPC_UPSTREAM_TIMEOUT;
+        out->reason = "timed-out";
+        snprintf(out->message, sizeof(out->message), "upstream '%s' timed out after %lld s",
+                 cfg->name, (long long)(cfg->request_timeout_ms / 1000));
+    } else if (info && info->body_sent) {
+        out->code = MX_RPC_OUTCOME_UNKNOWN;
+        out->reason = "outcome-unknown";
+        snprintf(out->message, sizeof(out->message),
+                 "upstream '%s' closed the connection after the request was sent; its outcome "
+                 "is unknown, so it was not repeated",
+                 cfg->name);
+    } else {
+        out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
+        out->reason = "unreachable";
+        snprintf(out->message, sizeof(out->message), "upstream '%s' is unreachable (%s)", cfg->name,
+                 mx_strerror(err));
+    }
+}
+
+void mx_upfail_proto(const struct mx_server_cfg *cfg, const char *what, struct mx_upfail *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->code = MX_RPC_UPSTREAM_HTTP;
+    out->reason = "protocol-error";
+    snprintf(out->message, sizeof(out->message), "upstream '%s' broke the protocol: %s", cfg->name,
+             what);
+}
+
+json_t *mx_upfail_error(const struct mx_server_cfg *cfg, const struct mx_upfail *f)
+{
+    return json_pack("{s:i, s:s, s:{s:s, s:s}}", "code", f->code, "message", f->message, "data",
+                     "server", cfg->name, "reason", f->reason ? f->reason : "error");
+}

@@ -1,0 +1,1065 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Upstream MCP sessions. One struct op is one HTTP exchange with the
+ * upstream (initialize, notifications/initialized, a request, a
+ * fire-and-forget message, the GET stream); a struct mx_uprpc is a caller's
+ * request, which waits for the session, then rides one op (two when the
+ * session had expired and is re-initialized). States:
+ *
+ *   idle --first request--> init --initialize + initialized--> ready
+ *   ready --404 / 400 "session"--> idle (requests waiting re-init once)
+ *   init --failure--> idle (waiting requests fail with the reason)
+ *
+ * Re-entrancy: callers' callbacks may cancel requests or close the session;
+ * an op and the session stay allocated while any of their code is on the
+ * stack (in_cb and refs) and go afterwards.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "err.h"
+#include "log.h"
+#include "rpc.h"
+#include "sse.h"
+#include "upcall.h"
+#include "upsess.h"
+#include "upsess_stdio.h"
+
+#define SUBSYS "upsess"
+
+#define JSON_BODY_CAP      (16u * 1024 * 1024) /* one JSON answer (lists can be large) */
+#define SSE_EVENT_CAP      (8u * 1024 * 1024)  /* one SSE event */
+#define ERR_BODY_CAP       (64u * 1024)        /* body of an error status */
+#define INIT_TIMEOUT_MS    30000L
+#define SEND_TIMEOUT_MS    10000L
+#define BYE_TIMEOUT_MS     5000L
+#define CONNECT_TIMEOUT_MS 10000L
+#define GET_MAX_FAILURES   3
+
+/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                       NULL};
+
+enum upsess_state {
+    US_IDLE = 0,
+    US_INIT = 1,
+    US_READY = 2,
+    US_CLOSED = 3,
+};
+
+enum op_kind {
+    OP_INIT = 0,
+    OP_INITIALIZED = 1,
+    OP_RPC = 2,
+    OP_SEND = 3,
+    OP_GET = 4,
+};
+
+struct op {
+    struct mx_upsess *s;
+    enum op_kind kind;
+    struct op *prev;
+    struct op *next;
+    struct mx_upcall *call;
+    struct mx_uprpc *rpc; /* OP_RPC */
+    json_t *id;           /* the id whose answer ends it (OP_RPC, OP_INIT); owned */
+    uint64_t key;         /* session key when sent */
+    bool sent_sid;
+    long status;
+    bool is_sse;
+    bool overflow; /* the answer was over JSON_BODY_CAP */
+    bool answered;
+    bool paused;
+    bool dead; /* no more callbacks; freed once in_cb is 0 */
+    int in_cb;
+    char *sid; /* Mcp-Session-Id of the answer */
+    struct mx_sse_decoder sse;
+    struct mx_buf body;
+};
+
+struct mx_uprpc {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_HTTP here; stdio ones are upsess_stdio.c's */
+    struct mx_upsess *s;
+    struct mx_uprpc *prev;
+    struct mx_uprpc *next;
+    json_t *msg; /* NULL: connect only */
+    long timeout_ms;
+    struct mx_uprpc_cbs cbs;
+    void *data;
+    struct op *op; /* NULL while waiting for the session */
+    uint64_t seq;  /* order of creation within the session */
+    bool retried;
+    bool in_done;
+};
+
+struct mx_upsess {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_HTTP here; stdio ones are upsess_stdio.c's */
+    struct mx_upsess_env *env;
+    ev_timer kick; /* starts waiting requests from the loop, never from a caller's call */
+    uint64_t seq;  /* requests made so far */
+    struct mx_upsess_cbs cbs;
+    void *data;
+    int refs;
+    enum upsess_state state;
+    uint64_t key;
+    char *sid;
+    char version[16];
+    json_t *caps;
+    json_t *init_result;
+    char *trace_session;
+    struct op *ops;
+    struct mx_uprpc *rpcs;
+    struct op *get;
+    bool get_unsupported;
+    unsigned get_failures;
+};
+
+struct mx_upsess_bye {
+    struct mx_upsess_bye *next;
+    struct mx_upsess_env *env;
+    struct mx_ureq *u;
+};
+
+static uint64_t next_key = 1;
+static size_t live_cnt;
+
+static void op_launch_rpc(struct mx_uprpc *r);
+static void session_init(struct mx_upsess *s);
+
+size_t mx_upsess_live_cnt(void)
+{
+    return live_cnt + mx_upsess_stdio_live_cnt();
+}
+
+static const char *state_name(enum upsess_state st)
+{
+    switch (st) {
+    case US_IDLE:
+        return "idle";
+    case US_INIT:
+        return "init";
+    case US_READY:
+        return "ready";
+    case US_CLOSED:
+        return "closed";
+    }
+    return "?";
+}
+
+static void set_state(struct mx_upsess *s, enum upsess_state st)
+{
+    if (s->state == st)
+        return;
+    mx_log_debug(SUBSYS, "up:%s session %s -> %s", s->env->up->cfg->name, state_name(s->state),
+                 state_name(st));
+    s->state = st;
+}
+
+static const char *name(const struct mx_upsess *s)
+{
+    return s->env->up->cfg->name;
+}
+
+static void trace(struct mx_upsess *s, const char *dir, struct mx_str msg)
+{
+    mx_trace_msg(s->env->trace, dir, name(s), s->trace_session, msg);
+}
+
+/* ---- session lifetime ---- */
+
+static void session_free(struct mx_upsess *s)
+{
+    json_decref(s->caps);
+    json_decref(s->init_result);
+    free(s->sid);
+    free(s->trace_session);
+    free(s);
+    live_cnt--;
+}
+
+static void s_ref(struct mx_upsess *s)
+{
+    s->refs++;
+}
+
+static void s_unref(struct mx_upsess *s)
+{
+    MX_ASSERT(s->refs > 0);
+    if (--s->refs == 0)
+        session_free(s);
+}
+
+/* ---- ops ---- */
+
+static void op_free(struct op *op)
+{
+    struct mx_upsess *s = op->s;
+    if (op->prev)
+        op->prev->next = op->next;
+    else if (s->ops == op)
+        s->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    if (s->get == op)
+        s->get = NULL;
+    json_decref(op->id);
+    free(op->sid);
+    mx_sse_decoder_clear(&op->sse);
+    mx_buf_clear(&op->body);
+    free(op);
+}
+
+/* No more callbacks for |op|; freed now or when its code leaves the stack. */
+static void op_kill(struct op *op)
+{
+    if (op->dead)
+        return;
+    op->dead = true;
+    if (op->call) {
+        mx_upcall_cancel(op->call);
+        op->call = NULL;
+    }
+    if (op->rpc) {
+        op->rpc->op = NULL;
+        op->rpc = NULL;
+    }
+    if (op->in_cb == 0)
+        op_free(op);
+}
+
+static void op_enter(struct op *op)
+{
+    op->in_cb++;
+    s_ref(op->s);
+}
+
+/* Returns false when |op| is gone. */
+static bool op_leave(struct op *op)
+{
+    struct mx_upsess *s = op->s;
+    bool alive = true;
+    op->in_cb--;
+    if (op->dead && op->in_cb == 0) {
+        op_free(op);
+        alive = false;
+    }
+    s_unref(s);
+    return alive;
+}
+
+static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                    void *data);
+static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data);
+static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
+static int on_sse_event(const struct mx_sse_event *ev, void *data);
+
+static void on_wait(struct mx_upcall *c, void *data)
+{
+    struct op *op = data;
+    (void)c;
+    if (op->dead || op->rpc == NULL || op->rpc->cbs.on_wait == NULL)
+        return;
+    op_enter(op);
+    op->rpc->cbs.on_wait(op->rpc, op->rpc->data);
+    op_leave(op);
+}
+
+static const struct mx_upcall_cbs op_cbs = {{on_head, on_data, on_done}, on_wait};
+
+/*
+ * Start an exchange. |body| NULL means GET. Returns the op, or NULL after
+ * filling |fail| when it could not start.
+ */
+static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *body,
+                           long timeout_ms, struct mx_upfail *fail)
+{
+    struct mx_upreq_hdrs h;
+    const struct mx_server_cfg *cfg = s->env->up->cfg;
+    bool is_get = body == NULL;
+    bool with_session = kind != OP_INIT && s->sid != NULL;
+
+    mx_upreq_hdrs_init(&h);
+    if (is_get) {
+        mx_upreq_hdrs_add(&h, "Accept", MX_STR_LIT("text/event-stream"));
+    } else {
+        mx_upreq_hdrs_add(&h, "Content-Type", MX_STR_LIT("application/json"));
+        /* MCP 2025-06-18, Streamable HTTP: the client accepts both. */
+        mx_upreq_hdrs_add(&h, "Accept", MX_STR_LIT("application/json, text/event-stream"));
+    }
+    if (with_session)
+        mx_upreq_hdrs_add(&h, "Mcp-Session-Id", mx_str_cstr(s->sid));
+    /* MCP 2025-06-18, Transports: the negotiated version on every request
+     * after initialize; 2025-03-26 servers predate the header. */
+    if (kind != OP_INIT && s->version[0] && strcmp(s->version, "2025-03-26") > 0)
+        mx_upreq_hdrs_add(&h, "MCP-Protocol-Version", mx_str_cstr(s->version));
+    mx_upreq_hdrs_auth(&h, cfg);
+
+    struct op *op = mx_xcalloc(1, sizeof(*op));
+    op->s = s;
+    op->kind = kind;
+    op->key = s->key;
+    op->sent_sid = with_session;
+    mx_sse_decoder_init(&op->sse, SSE_EVENT_CAP, on_sse_event, op);
+    mx_buf_init(&op->body, JSON_BODY_CAP);
+
+    struct mx_ureq_opts o;
+    memset(&o, 0, sizeof(o));
+    o.method = is_get ? "GET" : "POST";
+    o.url = cfg->url;
+    o.headers = h.lines;
+    o.header_cnt = h.cnt;
+    o.body = body;
+    o.body_len = body ? strlen(body) : 0;
+    o.timeout_ms = timeout_ms;
+    o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+    o.idle_close_ms = (long)cfg->idle_close_ms;
+    /* A POST may have run upstream once it left: never let it be re-sent. */
+    o.may_repeat = is_get;
+    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &op_cbs, op, &op->call);
+    mx_upreq_hdrs_clear(&h);
+    if (rc) {
+        struct mx_ureq_info info;
+        memset(&info, 0, sizeof(info));
+        mx_upfail_transport(cfg, rc, &info, fail);
+        json_decref(op->id);
+        mx_sse_decoder_clear(&op->sse);
+        mx_buf_clear(&op->body);
+        free(op);
+        return NULL;
+    }
+    op->next = s->ops;
+    if (s->ops)
+        s->ops->prev = op;
+    s->ops = op;
+    if (body)
+        trace(s, "c2s", mx_str_cstr(body));
+    return op;
+}
+
+/* ---- requests ---- */
+
+static void rpc_unlink(struct mx_uprpc *r)
+{
+    struct mx_upsess *s = r->s;
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (s->rpcs == r)
+        s->rpcs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void rpc_free(struct mx_uprpc *r)
+{
+    json_decref(r->msg);
+    free(r);
+    live_cnt--;
+}
+
+/* Deliver on_done and free. */
+static void rpc_finish(struct mx_uprpc *r, json_t *resp, const struct mx_upfail *fail)
+{
+    struct mx_upsess *s = r->s;
+    if (r->op) {
+        struct op *op = r->op;
+        op->rpc = NULL;
+        r->op = NULL;
+        /* the transfer may still be running (an SSE stream after its answer):
+         * let it end by itself so the connection stays reusable */
+        if (op->answered == false)
+            op_kill(op);
+    }
+    rpc_unlink(r);
+    s_ref(s);
+    r->in_done = true;
+    r->cbs.on_done(r, resp, fail, r->data);
+    rpc_free(r);
+    s_unref(s);
+}
+
+static struct mx_uprpc *first_waiting(struct mx_upsess *s, uint64_t max_seq)
+{
+    for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
+        if (r->op == NULL && r->seq <= max_seq)
+            return r;
+    }
+    return NULL;
+}
+
+/* Requests waiting for the session: fail them with |fail|. One at a time,
+ * looking again after each callback (it may cancel others or add new
+ * ones; the new ones wait for the next attempt). */
+static void fail_waiting(struct mx_upsess *s, const struct mx_upfail *fail)
+{
+    uint64_t max_seq = s->seq;
+    struct mx_uprpc *r;
+    s_ref(s);
+    while ((r = first_waiting(s, max_seq)) != NULL)
+        rpc_finish(r, NULL, fail);
+    s_unref(s);
+}
+
+static void launch_waiting(struct mx_upsess *s)
+{
+    struct mx_uprpc *r;
+    s_ref(s);
+    while (s->state == US_READY && (r = first_waiting(s, UINT64_MAX)) != NULL)
+        op_launch_rpc(r);
+    s_unref(s);
+}
+
+static void open_get(struct mx_upsess *s)
+{
+    struct mx_upfail fail;
+    if (s->state != US_READY || s->get || s->get_unsupported || s->sid == NULL ||
+        s->get_failures >= GET_MAX_FAILURES)
+        return;
+    /* MCP 2025-06-18, Streamable HTTP: GET opens the stream on which the
+     * server sends what belongs to no request; no time limit on it. */
+    s->get = op_start(s, OP_GET, NULL, 0, &fail);
+    if (s->get == NULL)
+        mx_log_debug(SUBSYS, "up:%s cannot open the GET stream: %s", name(s), fail.message);
+}
+
+static void op_launch_rpc(struct mx_uprpc *r)
+{
+    struct mx_upsess *s = r->s;
+    struct mx_upfail fail;
+    if (r->msg == NULL) {
+        rpc_finish(r, NULL, NULL);
+        return;
+    }
+    char *body = mx_rpc_dump(r->msg);
+    struct op *op = op_start(s, OP_RPC, body, r->timeout_ms, &fail);
+    free(body);
+    if (op == NULL) {
+        rpc_finish(r, NULL, &fail);
+        return;
+    }
+    op->rpc = r;
+    op->id = json_incref(json_object_get(r->msg, "id"));
+    r->op = op;
+    open_get(s);
+}
+
+/* ---- session state ---- */
+
+static void session_ready(struct mx_upsess *s)
+{
+    s->key = next_key++;
+    s->get_failures = 0;
+    set_state(s, US_READY);
+    mx_log_debug(SUBSYS, "up:%s session ready (%s)", name(s), s->version);
+    s_ref(s);
+    launch_waiting(s);
+    if (s->state == US_READY && s->cbs.on_ready)
+        s->cbs.on_ready(s, s->init_result, s->data);
+    open_get(s);
+    s_unref(s);
+}
+
+static void session_init_failed(struct mx_upsess *s, const struct mx_upfail *fail)
+{
+    if (s->state == US_CLOSED)
+        return;
+    mx_log_debug(SUBSYS, "up:%s initialize failed: %s", name(s), fail->message);
+    free(s->sid);
+    s->sid = NULL;
+    s->key = 0;
+    set_state(s, US_IDLE);
+    fail_waiting(s, fail);
+}
+
+/* The upstream forgot the session with key |key|: start over (lazily). */
+static void session_forget(struct mx_upsess *s, uint64_t key)
+{
+    if (s->state != US_READY || s->key != key)
+        return;
+    mx_log_info(SUBSYS, "up:%s forgot our session (expired or restarted); opening a new one",
+                name(s));
+    free(s->sid);
+    s->sid = NULL;
+    s->key = 0;
+    s->version[0] = '\0';
+    set_state(s, US_IDLE);
+    if (s->get)
+        op_kill(s->get);
+    s->get = NULL;
+}
+
+static void session_init(struct mx_upsess *s)
+{
+    struct mx_upfail fail;
+    if (s->state != US_IDLE)
+        return;
+    json_t *msg =
+        json_pack("{s:s, s:i, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", 0,
+                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
+                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    char *body = mx_rpc_dump(msg);
+    json_decref(msg);
+    set_state(s, US_INIT);
+    struct op *op = op_start(s, OP_INIT, body, INIT_TIMEOUT_MS, &fail);
+    free(body);
+    if (op == NULL) {
+        session_init_failed(s, &fail);
+        return;
+    }
+    op->id = json_integer(0);
+}
+
+static bool version_known(const char *v)
+{
+    for (size_t i = 0; versions[i]; i++) {
+        if (strcmp(v, versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The answer to initialize. */
+static void init_answered(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    struct mx_upfail fail;
+    json_t *result = json_object_get(msg, "result");
+    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
+    if (!json_is_object(result)) {
+        const char *m =
+            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
+        char what[200];
+        snprintf(what, sizeof(what), "initialize failed: %.150s", m ? m : "no result");
+        mx_upfail_proto(s->env->up->cfg, what, &fail);
+        session_init_failed(s, &fail);
+        return;
+    }
+    if (v == NULL || !version_known(v)) {
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "initialize answered protocol version %.40s, which mcplex "
+                 "does not speak",
+                 v ? v : "(none)");
+        mx_upfail_proto(s->env->up->cfg, what, &fail);
+        session_init_failed(s, &fail);
+        return;
+    }
+    snprintf(s->version, sizeof(s->version), "%s", v);
+    free(s->sid);
+    s->sid = op->sid ? mx_xstrdup(op->sid) : NULL;
+    json_decref(s->init_result);
+    s->init_result = json_incref(result);
+    /* MCP 2025-06-18, Lifecycle: the client confirms with initialized before
+     * anything else; some servers (server-everything) add tools then. */
+    const char *note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+    if (op_start(s, OP_INITIALIZED, note, SEND_TIMEOUT_MS, &fail) == NULL)
+        session_init_failed(s, &fail);
+}
+
+/* ---- message dispatch ---- */
+
+static bool is_answer(struct op *op, json_t *msg)
+{
+    if (op->id == NULL || mx_rpc_classify(msg) != MX_RPC_RESPONSE)
+        return false;
+    return json_equal(json_object_get(msg, "id"), op->id);
+}
+
+/* One JSON-RPC message from the upstream on |op|'s stream. */
+static void handle_msg(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    if (op->answered && op->kind != OP_GET)
+        return; /* after the answer nothing more belongs to the request */
+    if (is_answer(op, msg)) {
+        op->answered = true;
+        if (op->kind == OP_INIT) {
+            init_answered(op, msg);
+        } else if (op->rpc) {
+            rpc_finish(op->rpc, msg, NULL);
+        }
+        return;
+    }
+    if (op->kind == OP_RPC && op->rpc) {
+        struct mx_uprpc *r = op->rpc;
+        int rc = r->cbs.on_message ? r->cbs.on_message(r, op->key, msg, r->data) : 0;
+        if (!op->dead && rc == MX_EAGAIN)
+            op->paused = true;
+        return;
+    }
+    if (s->state != US_CLOSED && s->cbs.on_message)
+        s->cbs.on_message(s, op->key, msg, s->data);
+}
+
+static void handle_text(struct op *op, struct mx_str text)
+{
+    json_t *msg = mx_rpc_parse(text);
+    if (msg == NULL) {
+        mx_log_debug(SUBSYS, "up:%s sent a message that is not JSON; ignored", name(op->s));
+        return;
+    }
+    trace(op->s, "s2c", text);
+    if (json_is_object(msg))
+        handle_msg(op, msg);
+    json_decref(msg);
+}
+
+static int on_sse_event(const struct mx_sse_event *ev, void *data)
+{
+    struct op *op = data;
+    if (ev->event.len && !mx_str_eq(ev->event, MX_STR_LIT("message")))
+        return 0;
+    if (mx_str_trim(ev->data).len == 0)
+        return 0; /* MCP 2025-11-25: a priming event carries an id and no data */
+    handle_text(op, ev->data);
+    return op->dead ? MX_ECLOSED : 0;
+}
+
+static bool is_2xx(long st)
+{
+    return st >= 200 && st < 300;
+}
+
+static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                    void *data)
+{
+    struct op *op = data;
+    (void)u;
+    op->status = status;
+    for (size_t i = 0; i < cnt; i++) {
+        if (mx_str_caseeq_cstr(hdrs[i].name, "Content-Type"))
+            op->is_sse = mx_str_has_prefix(hdrs[i].value, MX_STR_LIT("text/event-stream"));
+        else if (mx_str_caseeq_cstr(hdrs[i].name, "Mcp-Session-Id") && op->sid == NULL &&
+                 hdrs[i].value.len && hdrs[i].value.len < 256)
+            op->sid = mx_xstrndup(hdrs[i].value.p, hdrs[i].value.len);
+    }
+    if (!is_2xx(status))
+        op->body.cap = ERR_BODY_CAP;
+    if (op->kind == OP_GET && is_2xx(status) && op->is_sse)
+        op->s->get_failures = 0;
+}
+
+static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
+{
+    struct op *op = data;
+    (void)u;
+    if (op->dead)
+        return 0;
+    if (!is_2xx(op->status) || !op->is_sse) {
+        if (mx_buf_append(&op->body, p, len) && is_2xx(op->status) && !op->overflow) {
+            mx_log_warn(SUBSYS, "up:%s answer over %u bytes; dropped", name(op->s), JSON_BODY_CAP);
+            op->overflow = true;
+        }
+        return 0;
+    }
+    op_enter(op);
+    int rc = mx_sse_decode(&op->sse, p, len);
+    if (rc == MX_ELIMIT && !op->dead)
+        mx_log_warn(SUBSYS, "up:%s SSE event over %u bytes; dropped", name(op->s), SSE_EVENT_CAP);
+    bool paused = !op->dead && op->paused;
+    op_leave(op);
+    return paused ? MX_EAGAIN : 0;
+}
+
+/* Does this error body say the session is unknown (server-everything's 400
+ * "Bad Request: No valid session ID provided", the SDK's "Session not
+ * found", "Server not initialized")? */
+static bool says_no_session(struct mx_str body)
+{
+    json_t *m = mx_rpc_parse(body);
+    const char *msg = json_string_value(json_object_get(json_object_get(m, "error"), "message"));
+    bool yes = false;
+    if (msg) {
+        char low[256];
+        size_t n = strlen(msg) < sizeof(low) - 1 ? strlen(msg) : sizeof(low) - 1;
+        for (size_t i = 0; i < n; i++)
+            low[i] = (char)((msg[i] >= 'A' && msg[i] <= 'Z') ? msg[i] + 32 : msg[i]);
+        low[n] = '\0';
+        yes = (strstr(low, "session") &&
+               (strstr(low, "not found") || strstr(low, "no valid") || strstr(low, "unknown") ||
+                strstr(low, "invalid") || strstr(low, "expired"))) ||
+              strstr(low, "not initialized") != NULL;
+    }
+    json_decref(m);
+    return yes;
+}
+
+static void op_failed(struct op *op, const struct mx_upfail *fail)
+{
+    struct mx_upsess *s = op->s;
+    switch (op->kind) {
+    case OP_INIT:
+    case OP_INITIALIZED:
+        session_init_failed(s, fail);
+        break;
+    case OP_RPC:
+        if (op->rpc)
+            rpc_finish(op->rpc, NULL, fail);
+        break;
+    case OP_GET:
+        s->get_failures++;
+        mx_log_debug(SUBSYS, "up:%s GET stream ended: %s", name(s), fail->message);
+        break;
+    case OP_SEND:
+        mx_log_debug(SUBSYS, "up:%s message not delivered: %s", name(s), fail->message);
+        break;
+    }
+}
+
+/* The upstream says the session we used is gone. */
+static void op_expired(struct op *op)
+{
+    struct mx_upsess *s = op->s;
+    session_forget(s, op->key);
+    if (op->kind == OP_RPC && op->rpc) {
+        struct mx_uprpc *r = op->rpc;
+        struct mx_upfail fail;
+        op->rpc = NULL;
+        r->op = NULL;
+        if (r->retried) {
+            mx_upfail_proto(s->env->up->cfg, "it forgot a session it had just opened", &fail);
+            rpc_finish(r, NULL, &fail);
+            return;
+        }
+        /* MCP 2025-06-18, Session Management: a 404 means the request was not
+         * processed, so it may go again on a new session. */
+        r->retried = true;
+        if (s->state == US_READY)
+            op_launch_rpc(r);
+        else
+            session_init(s);
+    } else if (op->kind == OP_GET) {
+        /* nothing waits on it; the next request re-initializes */
+    }
+}
+
+static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct op *op = data;
+    struct mx_upsess *s = op->s;
+    struct mx_upfail fail;
+    (void)u;
+    op->call = NULL; /* gone after this callback */
+    if (op->dead)
+        return;
+    op_enter(op);
+    if (err) {
+        if (!op->answered) {
+            mx_upfail_transport(s->env->up->cfg, err, info, &fail);
+            op_failed(op, &fail);
+        }
+        goto out;
+    }
+    if (op->kind == OP_GET && op->status == 405) {
+        /* MCP 2025-06-18 allows a server without a GET stream */
+        s->get_unsupported = true;
+        goto out;
+    }
+    /* MCP 2025-06-18, Session Management: 404 to a request with a session
+     * id means the session is gone; server-everything says it with 400. */
+    bool expired =
+        op->sent_sid && op->kind != OP_INITIALIZED &&
+        (op->status == 404 || (op->status == 400 && says_no_session(mx_buf_str(&op->body))));
+    if (expired) {
+        op_expired(op);
+        goto out;
+    }
+    if (is_2xx(op->status)) {
+        if (op->overflow) {
+            mx_upfail_proto(s->env->up->cfg, "an answer over the size limit", &fail);
+            op_failed(op, &fail);
+            goto out;
+        }
+        if (!op->is_sse && mx_buf_len(&op->body))
+            handle_text(op, mx_buf_str(&op->body));
+        if (op->dead || op->answered)
+            goto out;
+        if (op->kind == OP_INITIALIZED) {
+            session_ready(s);
+        } else if (op->kind == OP_RPC || op->kind == OP_INIT) {
+            mx_upfail_proto(s->env->up->cfg,
+                            op->is_sse ? "its stream ended before the answer"
+                                       : "it answered a request without a response",
+                            &fail);
+            if (op->is_sse)
+                fail.code = MX_RPC_OUTCOME_UNKNOWN;
+            op_failed(op, &fail);
+        } else if (op->kind == OP_GET) {
+            s->get_failures++;
+        }
+        goto out;
+    }
+    /* An error status: a JSON-RPC error answering our request passes through
+     * as the answer (a 400 for invalid params, a 500 with an error object). */
+    if (op->kind == OP_RPC && op->id) {
+        json_t *m = mx_rpc_parse(mx_buf_str(&op->body));
+        if (m && is_answer(op, m) && json_object_get(m, "error")) {
+            trace(s, "s2c", mx_buf_str(&op->body));
+            handle_msg(op, m);
+            json_decref(m);
+            goto out;
+        }
+        json_decref(m);
+    }
+    mx_upfail_status(s->env->up->cfg, op->status, &fail);
+    if (op->status == 401 || op->status == 403)
+        mx_log_warn(SUBSYS, "up:%s answered %ld: credential refused", name(s), op->status);
+    op_failed(op, &fail);
+out:
+    if (!op->dead)
+        op_kill(op);
+    op_leave(op);
+}
+
+/* ---- DELETE at close ---- */
+
+static void bye_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct mx_upsess_bye *b = data;
+    (void)u;
+    (void)err;
+    (void)info;
+    for (struct mx_upsess_bye **pp = &b->env->byes; *pp; pp = &(*pp)->next) {
+        if (*pp == b) {
+            *pp = b->next;
+            break;
+        }
+    }
+    free(b);
+}
+
+static void bye_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                     void *data)
+{
+    (void)u;
+    (void)status;
+    (void)hdrs;
+    (void)cnt;
+    (void)data;
+}
+
+static int bye_data(struct mx_ureq *u, const char *p, size_t len, void *data)
+{
+    (void)u;
+    (void)p;
+    (void)len;
+    (void)data;
+    return 0;
+}
+
+static const struct mx_ureq_cbs bye_cbs = {bye_head, bye_data, bye_done};
+
+/* MCP 2025-06-18, Session Management: a client that no longer needs the
+ * session SHOULD DELETE it. Plain uclient: a goodbye must not wake a
+ * sandbox that went to sleep, so it is not a wake-on-use call. */
+static void send_bye(struct mx_upsess *s)
+{
+    struct mx_upreq_hdrs h;
+    struct mx_upsess_env *env = s->env;
+    mx_upreq_hdrs_init(&h);
+    mx_upreq_hdrs_add(&h, "Mcp-Session-Id", mx_str_cstr(s->sid));
+    if (s->version[0] && strcmp(s->version, "2025-03-26") > 0)
+        mx_upreq_hdrs_add(&h, "MCP-Protocol-Version", mx_str_cstr(s->version));
+    mx_upreq_hdrs_auth(&h, s->env->up->cfg);
+    struct mx_ureq_opts o;
+    memset(&o, 0, sizeof(o));
+    o.method = "DELETE";
+    o.url = s->env->up->cfg->url;
+    o.headers = h.lines;
+    o.header_cnt = h.cnt;
+    o.timeout_ms = BYE_TIMEOUT_MS;
+    o.connect_timeout_ms = BYE_TIMEOUT_MS;
+    o.may_repeat = true;
+    struct mx_upsess_bye *b = mx_xcalloc(1, sizeof(*b));
+    b->env = env;
+    if (mx_ureq_start(s->env->uc, &o, &bye_cbs, b, &b->u) == 0) {
+        b->next = env->byes;
+        env->byes = b;
+    } else {
+        free(b);
+    }
+    mx_upreq_hdrs_clear(&h);
+}
+
+void mx_upsess_env_clear(struct mx_upsess_env *env)
+{
+    while (env->byes) {
+        struct mx_upsess_bye *b = env->byes;
+        env->byes = b->next;
+        mx_ureq_cancel(b->u);
+        free(b);
+    }
+}
+
+/* ---- public ---- */
+
+static bool has_waiting(const struct mx_upsess *s)
+{
+    for (const struct mx_uprpc *r = s->rpcs; r; r = r->next) {
+        if (r->op == NULL)
+            return true;
+    }
+    return false;
+}
+
+static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_upsess *s = mx_container_of(w, struct mx_upsess, kick);
+    (void)loop;
+    (void)revents;
+    if (s->state == US_CLOSED)
+        return;
+    s_ref(s);
+    if (s->state == US_READY)
+        launch_waiting(s);
+    else if (s->state == US_IDLE && has_waiting(s))
+        session_init(s);
+    s_unref(s);
+}
+
+struct mx_upsess *mx_upsess_new(struct mx_upsess_env *env, const json_t *caps,
+                                const char *trace_session, const struct mx_upsess_cbs *cbs,
+                                void *data)
+{
+    if (env->up->cfg->transport == MX_TRANSPORT_STDIO)
+        return mx_upsess_stdio_new(env, caps, trace_session, cbs, data);
+    struct mx_upsess *s = mx_xcalloc(1, sizeof(*s));
+    s->env = env;
+    s->cbs = *cbs;
+    s->data = data;
+    s->refs = 1;
+    s->state = US_IDLE;
+    s->caps = caps ? json_deep_copy(caps) : json_object();
+    s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
+    ev_timer_init(&s->kick, kick_cb, 0.0, 0.0);
+    live_cnt++;
+    return s;
+}
+
+void mx_upsess_close(struct mx_upsess *s)
+{
+    if (mx_upsess_is_stdio(s)) {
+        mx_upsess_stdio_close(s);
+        return;
+    }
+    if (s == NULL || s->state == US_CLOSED)
+        return;
+    bool had_session = s->state == US_READY && s->sid;
+    set_state(s, US_CLOSED);
+    ev_timer_stop(s->env->loop, &s->kick);
+    while (s->rpcs) {
+        struct mx_uprpc *r = s->rpcs;
+        if (r->op)
+            op_kill(r->op);
+        rpc_unlink(r);
+        rpc_free(r);
+    }
+    for (struct op *op = s->ops, *n; op; op = n) {
+        n = op->next;
+        op_kill(op);
+    }
+    if (had_session)
+        send_bye(s);
+    s_unref(s);
+}
+
+uint64_t mx_upsess_key(const struct mx_upsess *s)
+{
+    if (mx_upsess_is_stdio(s))
+        return mx_upsess_stdio_key(s);
+    return s && s->state == US_READY ? s->key : 0;
+}
+
+bool mx_upsess_is_ready(const struct mx_upsess *s)
+{
+    if (mx_upsess_is_stdio(s))
+        return mx_upsess_stdio_is_ready(s);
+    return s && s->state == US_READY;
+}
+
+json_t *mx_upsess_init_result(const struct mx_upsess *s)
+{
+    if (mx_upsess_is_stdio(s))
+        return mx_upsess_stdio_init_result(s);
+    return s ? s->init_result : NULL;
+}
+
+int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
+                      const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
+{
+    if (mx_upsess_is_stdio(s))
+        return mx_upsess_stdio_request(s, msg, timeout_ms, cbs, data, out);
+    *out = NULL;
+    if (s == NULL || s->state == US_CLOSED || cbs == NULL || cbs->on_done == NULL ||
+        (msg && json_object_get(msg, "id") == NULL) || s->env->up->cfg->url == NULL)
+        return MX_EINVAL;
+    struct mx_uprpc *r = mx_xcalloc(1, sizeof(*r));
+    r->s = s;
+    r->msg = msg ? json_incref(msg) : NULL;
+    r->timeout_ms = timeout_ms;
+    r->cbs = *cbs;
+    r->data = data;
+    r->seq = ++s->seq;
+    /* at the tail: waiting requests go out in the order they came */
+    struct mx_uprpc **pp = &s->rpcs;
+    struct mx_uprpc *last = NULL;
+    while (*pp) {
+        last = *pp;
+        pp = &(*pp)->next;
+    }
+    r->prev = last;
+    *pp = r;
+    live_cnt++;
+    *out = r;
+    /* started from the loop: no callback may run from inside this call */
+    if (!ev_is_active(&s->kick))
+        ev_timer_start(s->env->loop, &s->kick);
+    return 0;
+}
+
+void mx_uprpc_cancel(struct mx_uprpc *r)
+{
+    if (mx_upsess_is_stdio(r)) {
+        mx_uprpc_stdio_cancel(r);
+        return;
+    }
+    if (r == NULL || r->in_done)
+        return;
+    if (r->op)
+        op_kill(r->op);
+    rpc_unlink(r);
+    rpc_free(r);
+}
+
+void mx_uprpc_resume(struct mx_uprpc *r)
+{
+    if (mx_upsess_is_stdio(r)) {
+        mx_uprpc_stdio_resume(r);
+        return;
+    }
+    if (r == NULL || r->op == NULL || !r->op->paused)
+        return;
+    r->op->paused = false;
+    if (r->op->call)
+        mx_upcall_resume(r->op->call);
+}
+
+void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key)
+{
+    if (mx_upsess_is_stdio(s)) {
+        mx_upsess_stdio_send(s, msg, key);
+        return;
+    }
+    struct mx_upfail fail;
+    if (s == NULL || s->state != US_READY || (key && key != s->key)) {
+        if (s)
+            mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
+        return;
+    }
+    char *body = mx_rpc_dump(msg);
+    if (op_start(s, OP_SEND, body, SEND_TIMEOUT_MS, &fail) == NULL)
+        mx_log_debug(SUBSYS, "up:%s message not sent: %s", name(s), fail.message);
+    free(body);
+}

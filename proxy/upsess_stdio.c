@@ -1,0 +1,950 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Upstream sessions over stdio (see upsess_stdio.h). States:
+ *
+ *   idle --a request waits--> starting (process spawned, initialize sent,
+ *        sent again while unanswered) --answer + initialized--> ready
+ *   starting --exit, no answer in time, bad answer--> idle (waiting
+ *        requests fail; the next start waits out a backoff)
+ *   ready --exit--> idle (written requests fail, waiting ones restart it)
+ *   any --close--> closed
+ *
+ * Re-entrancy: callers' callbacks may cancel requests or close the session;
+ * a request and the session stay allocated while their code is on the stack
+ * (refs) and go afterwards.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "backoff.h"
+#include "child.h"
+#include "childenv.h"
+#include "err.h"
+#include "log.h"
+#include "rand.h"
+#include "rpc.h"
+#include "upsess_stdio.h"
+
+#define SUBSYS "stdio"
+
+#define LINE_CAP        (16u * 1024 * 1024) /* one message from the process */
+#define IN_CAP          (32u * 1024 * 1024) /* bytes queued for its stdin */
+#define IN_HIGH         (1u * 1024 * 1024)  /* above this, requests wait for a drain */
+#define INIT_RESEND_S   3.0                 /* first re-send of initialize... */
+#define INIT_RESEND_MAX 15.0                /* ...then doubling up to this */
+#define INIT_LIMIT_MS   60000L              /* at least this long for an answer */
+#define STABLE_S        10.0                /* ready this long: a later exit is no crash loop */
+#define BACKOFF_BASE_MS 500
+#define BACKOFF_CAP_MS  30000
+#define JUNK_WARN_S     10.0 /* at most one warning this often about non-JSON lines */
+#define KEY_BIT         (1ULL << 63)
+
+/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                       NULL};
+
+enum ss_state {
+    SS_IDLE = 0,
+    SS_STARTING = 1,
+    SS_READY = 2,
+    SS_CLOSED = 3,
+};
+
+struct srpc {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_STDIO (upsess_stdio.h) */
+    struct ss *s;
+    struct srpc *prev;
+    struct srpc *next;
+    json_t *msg;   /* NULL: connect only */
+    json_t *id;    /* borrowed from msg */
+    json_t *token; /* params._meta.progressToken, borrowed from msg */
+    const char *method;
+    long timeout_ms;
+    ev_timer timer;
+    struct mx_uprpc_cbs cbs;
+    void *data;
+    uint64_t key; /* session key it was written under; 0: waiting */
+    uint64_t seq; /* order of creation within the session */
+    int refs;
+    bool sent;
+    bool paused;
+    bool dead; /* cancelled or finished: no more callbacks */
+};
+
+struct ss {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_STDIO (upsess_stdio.h) */
+    struct mx_upsess_env *env;
+    const struct mx_server_cfg *cfg;
+    struct mx_upsess_cbs cbs;
+    void *data;
+    int refs;
+    enum ss_state state;
+    struct mx_child *child;
+    pid_t pid;
+    uint64_t key;
+    json_t *caps;
+    json_t *init_result;
+    json_t *init_ids; /* ids of the initialize requests sent to this process */
+    char *trace_session;
+    ev_timer kick;      /* starts and launches from the loop, never from a caller's call */
+    ev_timer init_wait; /* re-sends initialize, gives up */
+    double resend_s;
+    ev_tstamp started_at;
+    ev_tstamp ready_at;
+    ev_tstamp retry_at; /* no start before this */
+    unsigned failures;  /* starts in a row that did not last */
+    struct srpc *head;  /* every request, in the order made */
+    struct srpc *tail;
+    uint64_t seq; /* requests made so far */
+    size_t paused_cnt;
+    unsigned long junk;
+    ev_tstamp junk_warned_at;
+};
+
+static uint64_t next_key = 1;
+static size_t live_cnt;
+
+static void ss_kick(struct ss *s, double after_s);
+
+size_t mx_upsess_stdio_live_cnt(void)
+{
+    return live_cnt;
+}
+
+static struct ss *SS(struct mx_upsess *s)
+{
+    return (struct ss *)(void *)s;
+}
+
+static const struct ss *CSS(const struct mx_upsess *s)
+{
+    return (const struct ss *)(const void *)s;
+}
+
+static struct mx_upsess *PUB(struct ss *s)
+{
+    return (struct mx_upsess *)(void *)s;
+}
+
+static struct mx_uprpc *RPUB(struct srpc *r)
+{
+    return (struct mx_uprpc *)(void *)r;
+}
+
+static const char *name(const struct ss *s)
+{
+    return s->cfg->name;
+}
+
+static const char *state_name(enum ss_state st)
+{
+    switch (st) {
+    case SS_IDLE:
+        return "idle";
+    case SS_STARTING:
+        return "starting";
+    case SS_READY:
+        return "ready";
+    case SS_CLOSED:
+        return "closed";
+    }
+    return "?";
+}
+
+static void set_state(struct ss *s, enum ss_state st)
+{
+    if (s->state == st)
+        return;
+    mx_log_debug(SUBSYS, "up:%s session %s -> %s", name(s), state_name(s->state), state_name(st));
+    s->state = st;
+}
+
+static void trace(struct ss *s, const char *dir, struct mx_str msg)
+{
+    mx_trace_msg(s->env->trace, dir, name(s), s->trace_session, msg);
+}
+
+/* ---- lifetimes ---- */
+
+static void ss_ref(struct ss *s)
+{
+    s->refs++;
+}
+
+static void ss_unref(struct ss *s)
+{
+    MX_ASSERT(s->refs > 0);
+    if (--s->refs > 0)
+        return;
+    json_decref(s->caps);
+    json_decref(s->init_result);
+    json_decref(s->init_ids);
+    free(s->trace_session);
+    free(s);
+    live_cnt--;
+}
+
+static void rpc_ref(struct srpc *r)
+{
+    r->refs++;
+}
+
+static void rpc_unref(struct srpc *r)
+{
+    MX_ASSERT(r->refs > 0);
+    if (--r->refs > 0)
+        return;
+    json_decref(r->msg);
+    free(r);
+    live_cnt--;
+}
+
+/* Out of the session's list, no timer, no callbacks; freed when unused. */
+static void rpc_kill(struct srpc *r)
+{
+    struct ss *s = r->s;
+    if (r->dead)
+        return;
+    r->dead = true;
+    ev_timer_stop(s->env->loop, &r->timer);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        s->tail = r->prev;
+    r->prev = r->next = NULL;
+    if (r->paused) {
+        r->paused = false;
+        if (--s->paused_cnt == 0)
+            mx_child_resume(s->child);
+    }
+    rpc_unref(r);
+}
+
+/* Deliver on_done once and forget the request. */
+static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fail)
+{
+    struct ss *s = r->s;
+    if (r->dead)
+        return;
+    rpc_ref(r);
+    ss_ref(s);
+    rpc_kill(r);
+    r->cbs.on_done(RPUB(r), resp, fail, r->data);
+    ss_unref(s);
+    rpc_unref(r);
+}
+
+/* ---- failures ---- */
+
+static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
+                     const char *fmt, ...)
+{
+    char what[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    memset(f, 0, sizeof(*f));
+    f->code = code;
+    f->reason = reason;
+    snprintf(f->message, sizeof(f->message), "upstream '%s' %s", name(s), what);
+}
+
+static void describe_status(int status, char *out, size_t cap)
+{
+    if (WIFEXITED(status))
+        snprintf(out, cap, "exited (status %d)", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(out, cap, "was killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(out, cap, "ended (wait status %d)", status);
+}
+
+static struct srpc *first_match(struct ss *s, bool sent, uint64_t max_seq)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent == sent && r->seq <= max_seq)
+            return r;
+    }
+    return NULL;
+}
+
+/* Fail every request written (|sent|) or waiting (!|sent|) with |f|, one
+ * at a time, looking again after each callback: it may cancel others or
+ * add new ones (those wait for the next attempt). */
+static void fail_all(struct ss *s, bool sent, const struct mx_upfail *f)
+{
+    struct srpc *r;
+    uint64_t max_seq = s->seq;
+    ss_ref(s);
+    while (s->state != SS_CLOSED && (r = first_match(s, sent, max_seq)) != NULL)
+        rpc_finish(r, NULL, f);
+    ss_unref(s);
+}
+
+static void start_failed(struct ss *s, const struct mx_upfail *f)
+{
+    s->failures++;
+    int64_t ms =
+        mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(UINT64_MAX));
+    s->retry_at = ev_now(s->env->loop) + (double)ms / 1000.0;
+    mx_upstream_note(s->env->up, MX_UPSTREAM_EV_UNREACHABLE);
+    mx_log_warn(SUBSYS, "%s; next start in %.1f s at the earliest", f->message,
+                (double)ms / 1000.0);
+    fail_all(s, false, f);
+}
+
+/* ---- writing ---- */
+
+static int write_msg(struct ss *s, const json_t *msg)
+{
+    char *text = mx_rpc_dump(msg);
+    int rc = mx_child_write(s->child, text, strlen(text));
+    if (rc == 0)
+        trace(s, "c2s", mx_str_cstr(text));
+    free(text);
+    return rc;
+}
+
+static void send_initialize(struct ss *s)
+{
+    char id[48];
+    snprintf(id, sizeof(id), "mcplex-init-%zu", json_array_size(s->init_ids) + 1);
+    json_t *msg =
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
+                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
+                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    if (write_msg(s, msg) == 0)
+        json_array_append_new(s->init_ids, json_string(id));
+    json_decref(msg);
+}
+
+/* ---- the process ---- */
+
+static int on_line(struct mx_child *c, struct mx_str line, void *data);
+static void on_drain(struct mx_child *c, void *data);
+static void on_exit_cb(struct mx_child *c, int status, void *data);
+
+static const struct mx_child_cbs child_cbs = {on_line, on_drain, on_exit_cb};
+
+static void end_child(struct ss *s)
+{
+    ev_timer_stop(s->env->loop, &s->init_wait);
+    mx_child_close(s->child);
+    s->child = NULL;
+    s->pid = 0;
+    s->paused_cnt = 0;
+    for (struct srpc *r = s->head; r; r = r->next)
+        r->paused = false;
+}
+
+static void start_child(struct ss *s)
+{
+    struct mx_childenv env;
+    struct mx_upfail f;
+    char why[512];
+    const struct mx_server_cfg *cfg = s->cfg;
+
+    if (mx_childenv_build(&cfg->env, cfg->env_secret, environ, &env, why, sizeof(why)) != 0) {
+        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        start_failed(s, &f);
+        return;
+    }
+    char **argv = mx_xcalloc(cfg->command.cnt + 1, sizeof(*argv));
+    for (size_t i = 0; i < cfg->command.cnt; i++)
+        argv[i] = cfg->command.v[i];
+    struct mx_child_opts o = {0};
+    o.name = cfg->name;
+    o.argv = argv;
+    o.cwd = cfg->cwd;
+    o.envp = env.envp;
+    o.max_line = LINE_CAP;
+    o.in_cap = IN_CAP;
+    /* its own secrets are the only ones it holds, hence could print */
+    o.redact = cfg->env_secret;
+    o.redact_cnt = cfg->env.cnt;
+    int rc = mx_child_start(s->env->loop, &o, &child_cbs, s, &s->child, why, sizeof(why));
+    free(argv);
+    mx_childenv_clear(&env);
+    if (rc) {
+        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        start_failed(s, &f);
+        return;
+    }
+    s->pid = mx_child_pid(s->child);
+    s->started_at = ev_now(s->env->loop);
+    json_decref(s->init_ids);
+    s->init_ids = json_array();
+    set_state(s, SS_STARTING);
+    mx_log_info(SUBSYS, "up:%s started %s (pid %d)", name(s), cfg->command.v[0], (int)s->pid);
+    /* MCP 2025-06-18, Lifecycle: initialize first; it waits in the pipe
+     * while the process starts */
+    send_initialize(s);
+    s->resend_s = INIT_RESEND_S;
+    ev_timer_set(&s->init_wait, s->resend_s, 0.0);
+    ev_timer_start(s->env->loop, &s->init_wait);
+}
+
+static long init_limit_ms(const struct ss *s)
+{
+    return s->cfg->request_timeout_ms > INIT_LIMIT_MS ? (long)s->cfg->request_timeout_ms
+                                                      : INIT_LIMIT_MS;
+}
+
+static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct ss *s = mx_container_of(w, struct ss, init_wait);
+    struct mx_upfail f;
+    (void)revents;
+    if (s->state != SS_STARTING)
+        return;
+    double waited = ev_now(loop) - s->started_at;
+    double limit = (double)init_limit_ms(s) / 1000.0;
+    if (waited + 0.05 >= limit) {
+        ss_ref(s);
+        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                 "did not answer initialize within %.0f s", limit);
+        end_child(s);
+        set_state(s, SS_IDLE);
+        start_failed(s, &f);
+        ss_unref(s);
+        return;
+    }
+    /* Safe to repeat (initialize changes nothing but the session), and the
+     * first may be lost: an installer that re-execs can swallow it. */
+    mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again", name(s),
+                waited);
+    send_initialize(s);
+    s->resend_s = s->resend_s * 2 > INIT_RESEND_MAX ? INIT_RESEND_MAX : s->resend_s * 2;
+    double next = s->resend_s;
+    if (waited + next > limit)
+        next = limit - waited;
+    ev_timer_set(w, next, 0.0);
+    ev_timer_start(loop, w);
+}
+
+static bool version_known(const char *v)
+{
+    for (size_t i = 0; versions[i]; i++) {
+        if (strcmp(v, versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void launch_waiting(struct ss *s);
+
+static void init_answered(struct ss *s, json_t *msg)
+{
+    struct mx_upfail f;
+    json_t *result = json_object_get(msg, "result");
+    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
+    if (!json_is_object(result) || v == NULL || !version_known(v)) {
+        const char *m =
+            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
+        if (!json_is_object(result))
+            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                     "broke the protocol: initialize failed: %.150s", m ? m : "no result");
+        else
+            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                     "broke the protocol: initialize answered protocol version %.40s, which "
+                     "mcplex does not speak",
+                     v ? v : "(none)");
+        end_child(s);
+        set_state(s, SS_IDLE);
+        start_failed(s, &f);
+        return;
+    }
+    ev_timer_stop(s->env->loop, &s->init_wait);
+    json_decref(s->init_result);
+    s->init_result = json_incref(result);
+    /* MCP 2025-06-18, Lifecycle: initialized before anything else */
+    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+    write_msg(s, note);
+    json_decref(note);
+    s->key = KEY_BIT | next_key++;
+    s->ready_at = ev_now(s->env->loop);
+    set_state(s, SS_READY);
+    mx_upstream_note(s->env->up, MX_UPSTREAM_EV_OK);
+    mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid, v,
+                s->ready_at - s->started_at);
+    ss_ref(s);
+    launch_waiting(s);
+    if (s->state == SS_READY && s->cbs.on_ready)
+        s->cbs.on_ready(PUB(s), s->init_result, s->data);
+    ss_unref(s);
+}
+
+static void on_exit_cb(struct mx_child *c, int status, void *data)
+{
+    struct ss *s = data;
+    struct mx_upfail f;
+    char how[64];
+    (void)c;
+    describe_status(status, how, sizeof(how));
+    enum ss_state was = s->state;
+    ev_tstamp now = ev_now(s->env->loop);
+    ss_ref(s);
+    end_child(s);
+    s->key = 0;
+    set_state(s, SS_IDLE);
+    if (was == SS_STARTING) {
+        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting", how);
+        start_failed(s, &f);
+    } else {
+        if (now - s->ready_at >= STABLE_S) {
+            s->failures = 0;
+        } else {
+            s->failures++;
+            int64_t ms = mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS,
+                                       mx_rand_below(UINT64_MAX));
+            s->retry_at = now + (double)ms / 1000.0;
+        }
+        mx_log_warn(SUBSYS, "up:%s %s; it starts again at the next request", name(s), how);
+        /* MCP 2025-06-18, stdio: what was written may have run; never
+         * written twice */
+        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                 "%s before it answered; the request was not repeated", how);
+        fail_all(s, true, &f);
+        if (s->state == SS_IDLE && first_match(s, false, UINT64_MAX))
+            ss_kick(s, 0.0);
+    }
+    ss_unref(s);
+}
+
+static void on_drain(struct mx_child *c, void *data)
+{
+    struct ss *s = data;
+    (void)c;
+    if (s->state == SS_READY)
+        ss_kick(s, 0.0);
+}
+
+/* ---- reading ---- */
+
+static struct srpc *rpc_by_id(struct ss *s, const json_t *id)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent && r->id && json_equal(r->id, id))
+            return r;
+    }
+    return NULL;
+}
+
+static struct srpc *rpc_by_token(struct ss *s, const json_t *token)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent && r->token && json_equal(r->token, token))
+            return r;
+    }
+    return NULL;
+}
+
+/* Can this request make the server ask the client something? */
+static bool may_ask(const struct srpc *r)
+{
+    static const char *const quiet[] = {"initialize",
+                                        "ping",
+                                        "logging/setLevel",
+                                        "completion/complete",
+                                        "resources/subscribe",
+                                        "resources/unsubscribe",
+                                        NULL};
+    size_t n = r->method ? strlen(r->method) : 0;
+    if (n == 0 || (n >= 5 && strcmp(r->method + n - 5, "/list") == 0))
+        return false;
+    for (size_t i = 0; quiet[i]; i++) {
+        if (strcmp(r->method, quiet[i]) == 0)
+            return false;
+    }
+    return true;
+}
+
+/* stdio says nothing of which request a server's request belongs to: the
+ * one request in flight that can cause one, when there is exactly one. */
+static struct srpc *rpc_asking(struct ss *s)
+{
+    struct srpc *found = NULL;
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (!r->sent || !may_ask(r))
+            continue;
+        if (found)
+            return NULL;
+        found = r;
+    }
+    return found;
+}
+
+static void to_rpc(struct ss *s, struct srpc *r, json_t *msg)
+{
+    if (r->cbs.on_message == NULL)
+        return;
+    rpc_ref(r);
+    int rc = r->cbs.on_message(RPUB(r), s->key, msg, r->data);
+    if (rc == MX_EAGAIN && !r->dead && !r->paused && s->state == SS_READY) {
+        r->paused = true;
+        s->paused_cnt++;
+    }
+    rpc_unref(r);
+}
+
+static void reply_ping(struct ss *s, json_t *msg)
+{
+    json_t *r =
+        json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+    write_msg(s, r);
+    json_decref(r);
+}
+
+static void junk_line(struct ss *s, const char *what)
+{
+    ev_tstamp now = ev_now(s->env->loop);
+    s->junk++;
+    if (s->junk == 1 || now - s->junk_warned_at >= JUNK_WARN_S) {
+        mx_log_warn(SUBSYS, "up:%s wrote %s on stdout; ignored (%lu such lines so far)", name(s),
+                    what, s->junk);
+        s->junk_warned_at = now;
+    }
+}
+
+static void handle_msg(struct ss *s, json_t *msg)
+{
+    enum mx_rpc_kind kind = mx_rpc_classify(msg);
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    switch (kind) {
+    case MX_RPC_RESPONSE: {
+        json_t *id = json_object_get(msg, "id");
+        if (s->state == SS_STARTING) {
+            size_t i;
+            json_t *v;
+            json_array_foreach(s->init_ids, i, v)
+            {
+                if (json_equal(v, id)) {
+                    init_answered(s, msg);
+                    return;
+                }
+            }
+        }
+        struct srpc *r = s->state == SS_READY ? rpc_by_id(s, id) : NULL;
+        if (r)
+            rpc_finish(r, msg, NULL);
+        else
+            mx_log_debug(SUBSYS, "up:%s answered a request nobody waits for; dropped", name(s));
+        return;
+    }
+    case MX_RPC_NOTIFICATION:
+        if (s->state != SS_READY) {
+            mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
+            return;
+        }
+        if (strcmp(method, "notifications/progress") == 0) {
+            json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
+            struct srpc *r = token ? rpc_by_token(s, token) : NULL;
+            if (r && r->cbs.on_message) {
+                to_rpc(s, r, msg);
+                return;
+            }
+        }
+        break;
+    case MX_RPC_REQUEST:
+        if (s->state != SS_READY) {
+            if (strcmp(method, "ping") == 0)
+                reply_ping(s, msg);
+            return;
+        }
+        {
+            struct srpc *r = rpc_asking(s);
+            if (r && r->cbs.on_message) {
+                to_rpc(s, r, msg);
+                return;
+            }
+        }
+        break;
+    case MX_RPC_INVALID:
+        junk_line(s, "JSON that is not JSON-RPC");
+        return;
+    }
+    if (s->cbs.on_message)
+        s->cbs.on_message(PUB(s), s->key, msg, s->data);
+}
+
+static bool looks_like_json(struct mx_str t)
+{
+    return t.len >= 2 && (t.p[0] == '{' || t.p[0] == '[');
+}
+
+static int on_line(struct mx_child *c, struct mx_str line, void *data)
+{
+    struct ss *s = data;
+    (void)c;
+    struct mx_str t = mx_str_trim(line);
+    if (t.len == 0)
+        return 0;
+    json_t *msg = looks_like_json(t) ? mx_rpc_parse(t) : NULL;
+    if (msg == NULL || (!json_is_object(msg) && !json_is_array(msg))) {
+        /* MCP 2025-06-18, stdio: the server MUST NOT write anything else to
+         * stdout; some do (banners, console.log) */
+        json_decref(msg);
+        junk_line(s, "a line that is not JSON-RPC");
+        return 0;
+    }
+    trace(s, "s2c", t);
+    ss_ref(s);
+    if (json_is_object(msg)) {
+        handle_msg(s, msg);
+    } else {
+        /* a JSON-RPC batch (MCP 2025-03-26) */
+        size_t i;
+        json_t *v;
+        json_array_foreach(msg, i, v)
+        {
+            if (s->state == SS_CLOSED || s->child == NULL)
+                break;
+            if (json_is_object(v))
+                handle_msg(s, v);
+            else
+                junk_line(s, "a batch item that is not an object");
+        }
+    }
+    json_decref(msg);
+    bool pause = s->state == SS_READY && s->paused_cnt > 0;
+    ss_unref(s);
+    return pause ? MX_EAGAIN : 0;
+}
+
+/* ---- launching ---- */
+
+static struct srpc *first_waiting(struct ss *s)
+{
+    return first_match(s, false, UINT64_MAX);
+}
+
+static void launch_waiting(struct ss *s)
+{
+    struct srpc *r;
+    struct mx_upfail f;
+    ss_ref(s);
+    while (s->state == SS_READY && (r = first_waiting(s)) != NULL) {
+        if (r->msg == NULL) {
+            rpc_finish(r, NULL, NULL);
+            continue;
+        }
+        if (mx_child_queued(s->child) > IN_HIGH)
+            break; /* on_drain goes on */
+        char *text = mx_rpc_dump(r->msg);
+        int rc = mx_child_write(s->child, text, strlen(text));
+        if (rc == 0) {
+            trace(s, "c2s", mx_str_cstr(text));
+            r->sent = true;
+            r->key = s->key;
+        }
+        free(text);
+        if (rc == MX_ELIMIT && mx_child_queued(s->child) > 0)
+            break; /* waits for the queue to drain */
+        if (rc == MX_ELIMIT) {
+            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                     "cannot take a request over %u bytes", IN_CAP);
+            rpc_finish(r, NULL, &f);
+        } else if (rc == MX_ECLOSED) {
+            break; /* it stopped reading: its exit follows */
+        }
+    }
+    ss_unref(s);
+}
+
+static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct ss *s = mx_container_of(w, struct ss, kick);
+    (void)revents;
+    if (s->state == SS_CLOSED)
+        return;
+    ss_ref(s);
+    if (s->state == SS_READY) {
+        launch_waiting(s);
+    } else if (s->state == SS_IDLE && first_waiting(s)) {
+        ev_tstamp now = ev_now(loop);
+        if (now < s->retry_at)
+            ss_kick(s, s->retry_at - now);
+        else
+            start_child(s);
+    }
+    ss_unref(s);
+}
+
+static void ss_kick(struct ss *s, double after_s)
+{
+    if (ev_is_active(&s->kick)) {
+        if (after_s > 0.0)
+            return; /* already due, sooner or as soon */
+        ev_timer_stop(s->env->loop, &s->kick);
+    }
+    ev_timer_set(&s->kick, after_s, 0.0);
+    ev_timer_start(s->env->loop, &s->kick);
+}
+
+static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct srpc *r = mx_container_of(w, struct srpc, timer);
+    struct ss *s = r->s;
+    struct mx_upfail f;
+    (void)loop;
+    (void)revents;
+    if (r->dead)
+        return;
+    if (r->sent && r->key == s->key && s->state == SS_READY) {
+        /* MCP 2025-06-18, Cancellation: tell it to stop working on it */
+        json_t *note = json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method",
+                                 "notifications/cancelled", "params", "requestId", r->id, "reason",
+                                 "timed out in mcplex");
+        write_msg(s, note);
+        json_decref(note);
+    }
+    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+             (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
+    rpc_finish(r, NULL, &f);
+}
+
+/* ---- public ---- */
+
+struct mx_upsess *mx_upsess_stdio_new(struct mx_upsess_env *env, const json_t *caps,
+                                      const char *trace_session, const struct mx_upsess_cbs *cbs,
+                                      void *data)
+{
+    struct ss *s = mx_xcalloc(1, sizeof(*s));
+    s->kind = MX_UPSESS_STDIO;
+    s->env = env;
+    s->cfg = env->up->cfg;
+    s->cbs = *cbs;
+    s->data = data;
+    s->refs = 1;
+    s->state = SS_IDLE;
+    s->caps = caps ? json_deep_copy(caps) : json_object();
+    s->init_ids = json_array();
+    s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
+    ev_init(&s->kick, kick_cb);
+    ev_init(&s->init_wait, init_wait_cb);
+    live_cnt++;
+    return PUB(s);
+}
+
+void mx_upsess_stdio_close(struct mx_upsess *pub)
+{
+    struct ss *s = SS(pub);
+    if (s == NULL || s->state == SS_CLOSED)
+        return;
+    set_state(s, SS_CLOSED);
+    ev_timer_stop(s->env->loop, &s->kick);
+    end_child(s);
+    while (s->head)
+        rpc_kill(s->head);
+    ss_unref(s);
+}
+
+uint64_t mx_upsess_stdio_key(const struct mx_upsess *pub)
+{
+    const struct ss *s = CSS(pub);
+    return s && s->state == SS_READY ? s->key : 0;
+}
+
+bool mx_upsess_stdio_is_ready(const struct mx_upsess *pub)
+{
+    const struct ss *s = CSS(pub);
+    return s && s->state == SS_READY;
+}
+
+json_t *mx_upsess_stdio_init_result(const struct mx_upsess *pub)
+{
+    const struct ss *s = CSS(pub);
+    return s ? s->init_result : NULL;
+}
+
+int mx_upsess_stdio_pid(const struct mx_upsess *pub)
+{
+    const struct ss *s = CSS(pub);
+    return s && s->child ? (int)s->pid : 0;
+}
+
+int mx_upsess_stdio_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
+                            const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
+{
+    struct ss *s = SS(pub);
+    *out = NULL;
+    if (s == NULL || s->state == SS_CLOSED || cbs == NULL || cbs->on_done == NULL ||
+        (msg && json_object_get(msg, "id") == NULL))
+        return MX_EINVAL;
+    struct srpc *r = mx_xcalloc(1, sizeof(*r));
+    r->kind = MX_UPSESS_STDIO;
+    r->s = s;
+    r->refs = 1;
+    if (msg) {
+        r->msg = json_incref(msg);
+        r->id = json_object_get(msg, "id");
+        r->method = json_string_value(json_object_get(msg, "method"));
+        r->token = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                   "progressToken");
+    }
+    r->timeout_ms = timeout_ms;
+    r->seq = ++s->seq;
+    r->cbs = *cbs;
+    r->data = data;
+    ev_init(&r->timer, rpc_timeout_cb);
+    if (timeout_ms > 0) {
+        ev_timer_set(&r->timer, (double)timeout_ms / 1000.0, 0.0);
+        ev_timer_start(s->env->loop, &r->timer);
+    }
+    /* at the tail: waiting requests go out in the order they came */
+    r->prev = s->tail;
+    if (s->tail)
+        s->tail->next = r;
+    else
+        s->head = r;
+    s->tail = r;
+    live_cnt++;
+    *out = RPUB(r);
+    /* from the loop: no callback may run from inside this call */
+    ss_kick(s, 0.0);
+    return 0;
+}
+
+void mx_uprpc_stdio_cancel(struct mx_uprpc *pub)
+{
+    struct srpc *r = (struct srpc *)(void *)pub;
+    if (r == NULL)
+        return;
+    rpc_kill(r);
+}
+
+void mx_uprpc_stdio_resume(struct mx_uprpc *pub)
+{
+    struct srpc *r = (struct srpc *)(void *)pub;
+    if (r == NULL || r->dead || !r->paused)
+        return;
+    r->paused = false;
+    if (--r->s->paused_cnt == 0)
+        mx_child_resume(r->s->child);
+}
+
+void mx_upsess_stdio_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
+{
+    struct ss *s = SS(pub);
+    if (s == NULL || s->state != SS_READY || (key && key != s->key)) {
+        if (s)
+            mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
+        return;
+    }
+    int rc = write_msg(s, msg);
+    if (rc)
+        mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), mx_strerror(rc));
+}
