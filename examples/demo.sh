@@ -46,29 +46,37 @@ curl -fsS "$base/health" >/dev/null || { echo "demo: mcplex did not start" >&2; 
 
 echo
 echo "mcplex is serving:"
-echo "  $base/mcp/files        (sandbox 'files', cookie credential injected)"
-echo "  $base/mcp/everything   (sandbox 'everything', bearer credential injected)"
+echo "  $base/mcp              (both sandboxes merged into one MCP server)"
+echo "  $base/mcp/files        (sandbox 'files' alone, cookie credential injected)"
+echo "  $base/mcp/everything   (sandbox 'everything' alone, bearer credential injected)"
 echo "  $base/health"
 echo
 
-# One real call through the gateway: initialize, then tools/call echo.
+# One real call through the gateway: initialize, tools/list, then tools/call.
 accept='Accept: application/json, text/event-stream'
 ctype='Content-Type: application/json'
-sid=$(curl -fsS -D - -o /dev/null -H "$accept" -H "$ctype" "$base/mcp/files" \
+sid=$(curl -fsS -D - -o /dev/null -H "$accept" -H "$ctype" "$base/mcp" \
     -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' |
     tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
 curl -fsS -o /dev/null -H "$accept" -H "$ctype" -H "Mcp-Session-Id: $sid" \
-    -H "MCP-Protocol-Version: 2025-06-18" "$base/mcp/files" \
+    -H "MCP-Protocol-Version: 2025-06-18" "$base/mcp" \
     -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-echo "tools/call echo through mcplex -> sandbox 'files':"
+echo "tools/list at $base/mcp (names both sandboxes share get their server's prefix):"
 curl -fsS -H "$accept" -H "$ctype" -H "Mcp-Session-Id: $sid" \
-    -H "MCP-Protocol-Version: 2025-06-18" "$base/mcp/files" \
-    -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello through mcplex"}}}'
+    -H "MCP-Protocol-Version: 2025-06-18" "$base/mcp" \
+    -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' |
+    grep -o '"name":"[^"]*"' | cut -d'"' -f4 | tr '\n' ' '
+echo
+echo
+echo "tools/call files_echo through mcplex -> sandbox 'files':"
+curl -fsS -H "$accept" -H "$ctype" -H "Mcp-Session-Id: $sid" \
+    -H "MCP-Protocol-Version: 2025-06-18" "$base/mcp" \
+    -d '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"files_echo","arguments":{"message":"hello through mcplex"}}}'
 echo
 echo
 
 if [ "$once" = 1 ]; then
     exit 0
 fi
-echo "Point an MCP client at $base/mcp/files or $base/mcp/everything. Ctrl-C stops."
+echo "Point an MCP client at $base/mcp. Ctrl-C stops."
 wait "${pids[2]}"

@@ -285,12 +285,11 @@ int mx_cmd_serve(int argc, char **argv)
                     s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
     /* Not in JSON lines: every line on stderr must parse for a collector. */
     if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO) && mx_log_get_format() == MX_LOG_TEXT) {
-        /* A ready snippet for the first server; the client token, if any, is
-         * read from the environment by the client, never written into its config. */
-        char *url = mx_xasprintf("%s://%.*s:%d/mcp/%s", scheme, (int)(colon - a), a, s.gw->port,
-                                 s.gw->upstreams[0].cfg->name);
-        mx_snippet_print(stderr, s.gw->upstreams[0].cfg->name, url,
-                         cfg->listen.client_token ? "MCPLEX_TOKEN" : NULL);
+        /* A ready snippet for the merged endpoint; the client token, if any,
+         * is read from the environment by the client, never written into its
+         * config. */
+        char *url = mx_xasprintf("%s://%.*s:%d/mcp", scheme, (int)(colon - a), a, s.gw->port);
+        mx_snippet_print(stderr, "mcplex", url, cfg->listen.client_token ? "MCPLEX_TOKEN" : NULL);
         free(url);
     }
     if (port_file && write_port_file(port_file, s.gw->port) != 0)
