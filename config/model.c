@@ -731,6 +731,7 @@ static const struct field server_fields[] = {
     FSTRV(S, "command", command, 1, check_nonempty),
     FCUSTOM("transport", set_transport),
     FPATH(S, "cwd", cwd),
+    FPATH(S, "ca", ca),
     FSTRV(S, "env", env, 0, check_env_item),
     FCUSTOM("start", set_start),
     FCUSTOM("auth", set_auth),
@@ -1158,6 +1159,7 @@ static void server_clear(struct mx_server_cfg *s)
     free(s->url);
     strv_clear(&s->command);
     free(s->cwd);
+    free(s->ca);
     if (s->env_secret) {
         for (size_t i = 0; i < s->env.cnt; i++)
             mx_secret_free(s->env_secret[i]);

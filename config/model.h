@@ -49,6 +49,7 @@ struct mx_server_cfg {
     char *url;                     /* http(s) URL, NULL for stdio */
     struct mx_strv command;        /* argv for stdio upstreams */
     char *cwd;                     /* NULL: inherit */
+    char *ca;                      /* extra CA file for an https url (a private CA); NULL: system */
     struct mx_strv env;            /* "NAME" or "NAME=<secret ref>" entries */
     struct mx_secret **env_secret; /* env.cnt slots, set by mx_config_resolve_secrets()
                                       for "NAME=<secret ref>" entries, else NULL */

@@ -456,6 +456,7 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     o.timeout_ms = mx_str_eq(method, MX_STR_LIT("GET")) ? 0 : (long)up->cfg->request_timeout_ms;
     o.connect_timeout_ms = 10000;
     o.idle_close_ms = (long)up->cfg->idle_close_ms;
+    o.ca_file = up->cfg->ca;
     o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
 
     f->t_up_start = mx_metrics_now();

@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ struct mx_httpd {
     struct mx_conn *reap;    /* closed, freed by the reaper */
     struct core_conn *flush; /* connections with output to write before the loop blocks */
     size_t conn_cnt;
+    uint64_t accepted; /* connections ever accepted or adopted */
     unsigned long next_conn_id;
     ev_prepare reaper;
     bool limit_logged;
@@ -476,6 +478,7 @@ void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer)
         s->conns->prev = c;
     s->conns = c;
     s->conn_cnt++;
+    s->accepted++;
     /* Handshake and first request within the header timeout (slowloris). */
     mx_conn_set_timer(c, s->opts.header_timeout_s);
     k->io_events = EV_READ;
@@ -621,6 +624,11 @@ void mx_httpd_stop_accepting(struct mx_httpd *s)
         else
             mx_conn_close(c);
     }
+}
+
+uint64_t mx_httpd_accepted_cnt(const struct mx_httpd *s)
+{
+    return s->accepted;
 }
 
 size_t mx_httpd_conn_cnt(const struct mx_httpd *s)

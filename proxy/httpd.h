@@ -11,6 +11,7 @@
 #define MX_HTTPD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <ev.h>
 
@@ -63,6 +64,9 @@ void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer);
  * close; HTTP/2 connections get GOAWAY, finish their open streams and close.
  */
 void mx_httpd_stop_accepting(struct mx_httpd *s);
+
+/* Connections accepted (or adopted) since start. */
+uint64_t mx_httpd_accepted_cnt(const struct mx_httpd *s);
 
 /* Number of open connections. */
 size_t mx_httpd_conn_cnt(const struct mx_httpd *s);

@@ -315,6 +315,7 @@ static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *b
     o.timeout_ms = timeout_ms;
     o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     o.idle_close_ms = (long)cfg->idle_close_ms;
+    o.ca_file = cfg->ca;
     /* A POST may have run upstream once it left: never let it be re-sent. */
     o.may_repeat = is_get;
     int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &op_cbs, op, &op->call);
@@ -872,6 +873,7 @@ static void send_bye(struct mx_upsess *s)
     o.timeout_ms = BYE_TIMEOUT_MS;
     o.connect_timeout_ms = BYE_TIMEOUT_MS;
     o.may_repeat = true;
+    o.ca_file = s->env->up->cfg->ca;
     struct mx_upsess_bye *b = mx_xcalloc(1, sizeof(*b));
     b->env = env;
     if (mx_ureq_start(s->env->uc, &o, &bye_cbs, b, &b->u) == 0) {

@@ -174,6 +174,7 @@ static int run_url(struct mx_wake_hook *h, struct mx_uclient *uc, const char *ur
     o.body_len = 2;
     o.timeout_ms = timeout_ms;
     o.may_repeat = true;
+    o.ca_file = h->cfg->ca;
     int rc = mx_ureq_start(uc, &o, &url_cbs, h, &h->ureq);
     mx_secret_wipe_free(auth);
     return rc;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "httpd.h"
 #include "log.h"
 #include "num.h"
 #include "sim.h"
@@ -201,7 +202,7 @@ static json_t *stats_json(const struct mx_sim *sim)
     for (int t = 0; t < MX_SIM_T_CNT; t++)
         json_object_set_new(tools, mx_sim_tool_name((enum mx_sim_tool)t),
                             json_integer((json_int_t)st->tools[t]));
-    return json_pack(
+    json_t *j = json_pack(
         "{s:s,s:s,s:b,s:I,s:I,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
         "s:{s:I,s:I,s:I,s:I},s:I,s:I}",
         "name", sim->name, "state", mx_sim_state_name(sim->state), "paused",
@@ -214,6 +215,10 @@ static json_t *stats_json(const struct mx_sim *sim)
         "alive", (json_int_t)sim->session_cnt, "created", (json_int_t)st->sessions_created,
         "expired", (json_int_t)st->sessions_expired, "deleted", (json_int_t)st->sessions_deleted,
         "streams", (json_int_t)sim->busy, "held_now", (json_int_t)sim->held_cnt);
+    /* TCP (or TLS) connections accepted since start: shows connection reuse */
+    json_object_set_new(j, "connections",
+                        json_integer((json_int_t)mx_httpd_accepted_cnt(sim->httpd)));
+    return j;
 }
 
 /* ---- /__control ---- */

@@ -19,10 +19,13 @@
 #include "log.h"
 #include "num.h"
 #include "sim.h"
+#include "tls.h"
 
 struct cli {
     const char *listen;
     const char *port_file;
+    const char *tls_cert; /* serve https (h2 by ALPN) with this chain and key */
+    const char *tls_key;
     const char *name;
     const char *bearer_env;
     const char *cookie;
@@ -96,6 +99,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->listen = val;
         } else if (strcmp(flag, "--port-file") == 0) {
             cli->port_file = val;
+        } else if (strcmp(flag, "--tls-cert") == 0) {
+            cli->tls_cert = val;
+        } else if (strcmp(flag, "--tls-key") == 0) {
+            cli->tls_key = val;
         } else if (strcmp(flag, "--name") == 0) {
             cli->name = val;
         } else if (strcmp(flag, "--bearer-env") == 0) {
@@ -126,6 +133,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
     }
     if (cli->bearer_env && (cli->cookie || cli->cookie_env)) {
         fprintf(stderr, "sandbox-sim: use either --bearer-env or --cookie/--cookie-env\n");
+        return MX_EINVAL;
+    }
+    if ((cli->tls_cert == NULL) != (cli->tls_key == NULL)) {
+        fprintf(stderr, "sandbox-sim: --tls-cert and --tls-key go together\n");
         return MX_EINVAL;
     }
     if ((cli->cookie == NULL) != (cli->cookie_env == NULL)) {
@@ -190,6 +201,7 @@ int main(int argc, char **argv)
     ev_signal sigint_w, sigterm_w;
     char err[256];
     int port = 0, rc = 1;
+    struct mx_tls *tls = NULL;
 
     memset(&sim, 0, sizeof(sim));
     mx_sim_settings_default(&sim.set);
@@ -224,12 +236,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandbox-sim: %s\n", err);
         goto out;
     }
+    if (cli.tls_cert) {
+        if (mx_tls_new(cli.tls_cert, cli.tls_key, &tls, err, sizeof(err)) != 0) {
+            fprintf(stderr, "sandbox-sim: %s\n", err);
+            goto out;
+        }
+        mx_httpd_set_tls(sim.httpd, tls);
+    }
     if (cli.port_file && write_port_file(cli.port_file, port))
         goto out;
     {
         const char *colon = strrchr(cli.listen, ':');
-        mx_log_info("sim", "listening on http://%.*s:%d/mcp", (int)(colon - cli.listen), cli.listen,
-                    port);
+        mx_log_info("sim", "listening on %s://%.*s:%d/mcp", cli.tls_cert ? "https" : "http",
+                    (int)(colon - cli.listen), cli.listen, port);
     }
     mx_log_info("sim", "name %s, auth %s, pause after %lld ms (%s)", sim.name,
                 sim.auth_mode == MX_SIM_AUTH_BEARER   ? "bearer"
@@ -249,6 +268,7 @@ int main(int argc, char **argv)
 
 out:
     mx_sim_stop(&sim);
+    mx_tls_free(tls);
     if (sim.secret)
         OPENSSL_cleanse(sim.secret, sim.secret_len);
     free(sim.secret);
