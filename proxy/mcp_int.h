@@ -74,6 +74,7 @@ struct mx_mcpup {
     bool stale[MX_AGG_KIND_CNT];    /* a list_changed came */
     struct refresh *refresh;        /* in progress */
     struct upwait *waiters;
+    bool from_catalogue; /* init and lists came from disk, not this run */
 };
 
 /* Per client session (mx_session.owner). */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "catalogue.h"
 #include "err.h"
 #include "log.h"
 #include "mcp_int.h"
@@ -241,10 +242,53 @@ static void refresh_free(struct refresh *r)
 
 /* Tell the waiters and let go; |again| (may be NULL) serves a list_changed
  * that came after its list was fetched. */
+/* After a good refresh, keep what the upstream said for the next start. */
+static void catalogue_save(struct mx_mcpup *u)
+{
+    if (u->state != UPS_READY || u->init == NULL || u->cfg->transport != MX_TRANSPORT_HTTP ||
+        u->m->cfg->proxy.state_dir == NULL)
+        return;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        if (offers(u, k) && (u->lists[k] == NULL || u->stale[k]))
+            return; /* not complete yet */
+    }
+    char *path = mx_catalogue_path(u->m->cfg->proxy.state_dir, u->cfg);
+    mx_catalogue_save(path, u->cfg, u->init, u->lists);
+    free(path);
+}
+
+/* At start: the last catalogue stands in for the fan-out, so a client's
+ * initialize and lists wake no sandbox; only a call opens a session
+ * (DESIGN.md, Wake-on-use). The session's own answer replaces it. */
+static void catalogue_load(struct mx_mcpup *u)
+{
+    json_t *init = NULL, *lists[MX_CATALOGUE_KINDS] = {NULL};
+    if (u->cfg->transport != MX_TRANSPORT_HTTP || u->m->cfg->proxy.state_dir == NULL)
+        return;
+    char *path = mx_catalogue_path(u->m->cfg->proxy.state_dir, u->cfg);
+    int rc = mx_catalogue_load(path, u->cfg, &init, lists);
+    if (rc == MX_EPROTO)
+        mx_log_warn(SUBSYS, "up:%s ignoring the unreadable catalogue %s", u->cfg->name, path);
+    free(path);
+    if (rc)
+        return;
+    u->init = init;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        u->lists[k] = lists[k];
+        u->gen[k]++;
+    }
+    u->from_catalogue = true;
+    mx_log_info(SUBSYS, "up:%s lists loaded from the catalogue; no contact until a call",
+                u->cfg->name);
+    set_up_state(u, UPS_READY);
+}
+
 static void refresh_end(struct mx_mcpup *u, struct upctx *again)
 {
     struct refresh *r = u->refresh;
     u->refresh = NULL;
+    if (r)
+        catalogue_save(u);
     if (r) {
         if (r->rpc)
             mx_uprpc_cancel(r->rpc);
@@ -743,6 +787,8 @@ void mcp_up_init(struct mx_mcp *m)
     }
     ev_timer_init(&m->announce, announce_cb, ANNOUNCE_DELAY_S, 0.0);
     m->views_dirty = true;
+    for (size_t i = 0; i < m->up_cnt; i++)
+        catalogue_load(&m->ups[i]);
     /* what a client sees before any upstream answered: nothing */
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         m->seen_sig[k] = 0xcbf29ce484222325ULL;

@@ -175,14 +175,16 @@ static void test_passthrough_end_to_end(void **state)
     url = gw_url(&w, "everything");
     assert_int_equal(mx_it_client(url, "progress",
                                   "{\"name\":\"trigger-long-running-operation\","
-                                  "\"arguments\":{\"duration\":1.5,\"steps\":3}}",
+                                  "\"arguments\":{\"duration\":3,\"steps\":3}}",
                                   NULL, &out),
                      0);
     progress = json_object_get(out, "progress");
     assert_int_equal(json_array_size(progress), 3);
     first = json_number_value(json_object_get(json_array_get(progress, 0), "t_ms"));
     done = json_number_value(json_object_get(out, "result_t_ms"));
-    assert_true(done - first >= 800.0);
+    /* two one-second steps followed the first event (a loaded machine
+     * stretches the steps; it never shortens them much) */
+    assert_true(done - first >= 1000.0);
     assert_non_null(strstr(first_text(json_object_get(out, "result")), "completed"));
     json_decref(out);
     free(url);

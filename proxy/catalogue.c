@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Catalogue files. They are read once at start and written when an
+ * upstream's lists were fetched afresh (after a wake or a list_changed):
+ * small files, rarely, so the write happens on the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "catalogue.h"
+#include "err.h"
+#include "fileio.h"
+#include "log.h"
+
+#define CATALOGUE_VERSION 1
+#define CATALOGUE_MAX     (16 * 1024 * 1024)
+
+static const char *const kind_keys[MX_CATALOGUE_KINDS] = {"tools", "prompts", "resources",
+                                                          "resourceTemplates"};
+
+/* FNV-1a: a stable, short key for the URL in the file name. */
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+char *mx_catalogue_path(const char *state_dir, const struct mx_server_cfg *cfg)
+{
+    const char *url = cfg->url ? cfg->url : "";
+    return mx_xasprintf("%s/catalogue/%s-%016llx.json", state_dir, cfg->name,
+                        (unsigned long long)fnv1a(url));
+}
+
+int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t **init,
+                      json_t *lists[MX_CATALOGUE_KINDS])
+{
+    json_error_t err;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return MX_ENOTFOUND;
+    if (!S_ISREG(st.st_mode) || st.st_size > CATALOGUE_MAX)
+        return MX_EPROTO;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (j == NULL)
+        return MX_EPROTO;
+    const char *url = json_string_value(json_object_get(j, "url"));
+    json_t *in = json_object_get(j, "init");
+    if (json_integer_value(json_object_get(j, "version")) != CATALOGUE_VERSION || url == NULL ||
+        cfg->url == NULL || strcmp(url, cfg->url) != 0 || !json_is_object(in)) {
+        json_decref(j);
+        return MX_EPROTO;
+    }
+    json_t *ls = json_object_get(j, "lists");
+    for (int k = 0; k < MX_CATALOGUE_KINDS; k++) {
+        json_t *l = json_object_get(ls, kind_keys[k]);
+        lists[k] = json_is_array(l) ? json_incref(l) : NULL;
+    }
+    *init = json_incref(in);
+    json_decref(j);
+    return 0;
+}
+
+static int mkdir_parent(const char *path)
+{
+    char *dir = mx_xstrdup(path);
+    int rc = 0;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+            rc = MX_EIO;
+        *p = '/';
+    }
+    free(dir);
+    return rc;
+}
+
+int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const json_t *init,
+                      json_t *const lists[MX_CATALOGUE_KINDS])
+{
+    json_t *ls = json_object();
+    for (int k = 0; k < MX_CATALOGUE_KINDS; k++) {
+        if (lists[k])
+            json_object_set(ls, kind_keys[k], lists[k]);
+    }
+    json_t *j = json_pack("{s:i, s:s, s:s, s:O, s:o}", "version", CATALOGUE_VERSION, "server",
+                          cfg->name, "url", cfg->url ? cfg->url : "", "init", init, "lists", ls);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (text == NULL)
+        return MX_EIO;
+    char *tmp = mx_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    int rc = mkdir_parent(path);
+    int fd = rc ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int bad = fd < 0;
+    if (fd >= 0) {
+        bad |= mx_write_all(fd, text, strlen(text)) != 0;
+        bad |= close(fd) != 0;
+    }
+    if (bad || rename(tmp, path) != 0) {
+        mx_log_warn("catalogue", "cannot save %s: %s", path, strerror(errno));
+        unlink(tmp);
+        rc = MX_EIO;
+    }
+    free(tmp);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The catalogue on disk: each upstream's last initialize result and lists,
+ * kept in <state_dir>/catalogue/ per server (keyed by its name and URL), so
+ * that a client starting up is answered without waking a paused sandbox.
+ * No secrets are stored: only what the upstream told every client.
+ */
+#ifndef MX_CATALOGUE_H
+#define MX_CATALOGUE_H
+
+#include <jansson.h>
+
+#include "model.h"
+
+#define MX_CATALOGUE_KINDS 4 /* tools, prompts, resources, resource templates */
+
+/* The file for |cfg| under |state_dir|; caller frees. */
+char *mx_catalogue_path(const char *state_dir, const struct mx_server_cfg *cfg);
+
+/*
+ * Load |path| if it exists and was saved for |cfg|'s URL. On 0, |*init| and
+ * |lists| (NULL where the upstream offers no such list) hold new references.
+ * Returns 0, MX_ENOTFOUND, or MX_EPROTO for a file that does not parse (it
+ * is then ignored; the next save replaces it).
+ */
+int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t **init,
+                      json_t *lists[MX_CATALOGUE_KINDS]);
+
+/* Save atomically (temp file + rename, directory made 0700). Returns 0 or MX_EIO. */
+int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const json_t *init,
+                      json_t *const lists[MX_CATALOGUE_KINDS]);
+
+#endif
