@@ -34,7 +34,8 @@
 #define ERR_LINE_MAX   4096 /* one stderr line; longer ones are dropped */
 #define ERR_BURST      50.0 /* stderr lines logged at once at most... */
 #define ERR_RATE       10.0 /* ...and per second after that */
-#define EXIT_FLUSH_S   1.0  /* read stdout this long after the exit */
+#define EXIT_FLUSH_S   1.0  /* read stdout this long after the exit... */
+#define EXIT_HOLD_S    30.0 /* ...or, while the owner pauses reading, this long */
 #define TERM_AFTER_S   0.5  /* after closing stdin, then SIGTERM */
 #define KILL_AFTER_S   2.0  /* after SIGTERM, then SIGKILL */
 
@@ -53,6 +54,7 @@ struct mx_child {
     pid_t pid;
     bool reaped;
     int status;
+    ev_tstamp exited_at;
     bool term_sent;
     bool kill_sent;
 
@@ -334,6 +336,14 @@ static void out_cb(struct ev_loop *loop, ev_io *w, int revents)
     struct mx_child *c = mx_container_of(w, struct mx_child, out_w);
     static char chunk[READ_CHUNK]; /* fed to the line buffer before any callback */
     (void)revents;
+    if (c->state == CS_CLOSING) {
+        /* read to the end and drop: a process writing to a closed pipe
+         * dies of EPIPE instead of ending cleanly */
+        ssize_t n = read(c->out_fd, chunk, READ_CHUNK);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            close_fd(loop, &c->out_w, &c->out_fd);
+        return;
+    }
     for (int i = 0; i < READS_PER_WAKE && c->state == CS_RUNNING && !c->paused; i++) {
         ssize_t n = read(c->out_fd, chunk, READ_CHUNK);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -464,6 +474,7 @@ static void child_cb(struct ev_loop *loop, ev_child *w, int revents)
     ev_child_stop(loop, w);
     c->reaped = true;
     c->status = w->rstatus;
+    c->exited_at = ev_now(loop);
     if (c->state == CS_CLOSING) {
         maybe_free(c);
         return;
@@ -484,8 +495,14 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     if (c->state == CS_RUNNING) {
+        if (c->paused && ev_now(loop) - c->exited_at < EXIT_HOLD_S) {
+            /* the owner will take the rest of its output: wait for it */
+            ev_timer_set(w, EXIT_FLUSH_S, 0.0);
+            ev_timer_start(loop, w);
+            return;
+        }
         /* exited, but something of its group holds stdout open, or the
-         * owner paused reading: what is left of its output is dropped */
+         * owner paused reading too long: what is left of its output goes */
         c->out_done = true;
         report_exit(c);
         return;
@@ -516,7 +533,9 @@ void mx_child_close(struct mx_child *c)
     ev_idle_stop(c->loop, &c->kick);
     ev_timer_stop(c->loop, &c->timer);
     close_fd(c->loop, &c->in_w, &c->in_fd);
-    close_fd(c->loop, &c->out_w, &c->out_fd);
+    mx_linebuf_clear(&c->out_lb);
+    if (c->out_fd >= 0)
+        ev_io_start(c->loop, &c->out_w); /* drained and dropped from now on */
     if (c->err_suppressed)
         mx_log_warn(SUBSYS, "[%s] %lu stderr lines not logged", c->name, c->err_suppressed);
     c->err_suppressed = 0;
@@ -580,7 +599,8 @@ int mx_child_start(struct ev_loop *loop, const struct mx_child_opts *o,
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int err = posix_spawnp(&pid, o->argv[0], &fa, &attr, o->argv, o->envp);
+    static char *const no_env[] = {NULL};
+    int err = posix_spawnp(&pid, o->argv[0], &fa, &attr, o->argv, o->envp ? o->envp : no_env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (err != 0) {

@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "rpc.h"
 #include "sse.h"
+#include "stdio_serve.h"
 #include "upcall.h"
 #include "upreq.h"
 
@@ -74,6 +75,8 @@ static void account(struct fwd *f)
     }
     mx_metrics_upstream_call(f->up->metrics, f->up->metrics_slot, f->rpc_method, f->outcome, up_s,
                              added_s);
+    if (!mx_log_access_enabled())
+        return;
     char path[300];
     snprintf(path, sizeof(path), "/mcp/%s", f->up->cfg->name);
     struct mx_log_access a = {f->http_method,
@@ -389,6 +392,10 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     struct mx_upreq_hdrs h;
     double t_recv = mx_metrics_now();
 
+    if (up->cfg->transport == MX_TRANSPORT_STDIO) {
+        mx_stdio_serve(gw, up, req); /* stdio_serve.h */
+        return;
+    }
     if (up->cfg->url == NULL) {
         mx_gateway_error(req, 501, "this server is not an HTTP upstream");
         return;

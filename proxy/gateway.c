@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "stdio_serve.h"
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 {
@@ -177,6 +178,7 @@ void mx_gateway_free(struct mx_gateway *gw)
     mx_httpd_free(gw->httpd);
     /* after the connections (their requests end first), before the uclient */
     mx_mcp_free(gw->mcp);
+    mx_stdio_serve_free(gw->stdio_serve);
     for (size_t i = 0; i < gw->upstream_cnt; i++)
         mx_upstream_clear(&gw->upstreams[i]);
     mx_uclient_free(gw->uclient);

@@ -19,6 +19,7 @@
 #include "upstream.h"
 
 struct mx_mcp;
+struct mx_stdio_serve;
 
 struct mx_gateway {
     struct ev_loop *loop;
@@ -28,8 +29,9 @@ struct mx_gateway {
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
-    struct mx_mcp *mcp;         /* the merged /mcp endpoint */
-    struct mx_metrics *metrics; /* GET /metrics (metrics.h) */
+    struct mx_mcp *mcp;                 /* the merged /mcp endpoint */
+    struct mx_metrics *metrics;         /* GET /metrics (metrics.h) */
+    struct mx_stdio_serve *stdio_serve; /* /mcp/<server> of stdio upstreams (stdio_serve.h) */
     struct mx_guard_cfg guard;
     char *listen_host;
     uint64_t refused; /* requests refused by the guard */

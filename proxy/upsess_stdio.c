@@ -42,6 +42,7 @@
 #define BACKOFF_BASE_MS 500
 #define BACKOFF_CAP_MS  30000
 #define JUNK_WARN_S     10.0 /* at most one warning this often about non-JSON lines */
+#define CANCEL_GRACE_S  2.0  /* a cancelled request's answer may still come this long */
 #define KEY_BIT         (1ULL << 63)
 
 /* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
@@ -72,6 +73,7 @@ struct srpc {
     uint64_t seq; /* order of creation within the session */
     int refs;
     bool sent;
+    bool cancelled; /* notifications/cancelled went for it */
     bool paused;
     bool dead; /* cancelled or finished: no more callbacks */
 };
@@ -803,6 +805,14 @@ static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     if (r->dead)
         return;
+    if (r->cancelled) {
+        /* MCP 2025-06-18, Cancellation: no answer is due to a cancelled
+         * request; end it rather than wait for its timeout */
+        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                 "did not answer a request that was cancelled");
+        rpc_finish(r, NULL, &f);
+        return;
+    }
     if (r->sent && r->key == s->key && s->state == SS_READY) {
         /* MCP 2025-06-18, Cancellation: tell it to stop working on it */
         json_t *note = json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method",
@@ -811,8 +821,14 @@ static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
         write_msg(s, note);
         json_decref(note);
     }
-    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
-             (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
+    size_t queued = mx_child_queued(s->child);
+    if (queued > 0)
+        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f,
+                 "timed out after %ld s: it is not reading its input (%zu bytes wait for it)",
+                 (r->timeout_ms + 999) / 1000, queued);
+    else
+        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+                 (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
     rpc_finish(r, NULL, &f);
 }
 
@@ -945,6 +961,19 @@ void mx_upsess_stdio_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
         return;
     }
     int rc = write_msg(s, msg);
-    if (rc)
+    if (rc) {
         mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), mx_strerror(rc));
+        return;
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (method && strcmp(method, "notifications/cancelled") == 0) {
+        json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+        struct srpc *r = rid ? rpc_by_id(s, rid) : NULL;
+        if (r && !r->cancelled && r->key == s->key) {
+            r->cancelled = true;
+            ev_timer_stop(s->env->loop, &r->timer);
+            ev_timer_set(&r->timer, CANCEL_GRACE_S, 0.0);
+            ev_timer_start(s->env->loop, &r->timer);
+        }
+    }
 }

@@ -63,6 +63,11 @@ void mx_log_set_access(bool on)
     access_level = on ? MX_LOG_INFO : MX_LOG_DEBUG;
 }
 
+bool mx_log_access_enabled(void)
+{
+    return mx_log_enabled(access_level);
+}
+
 /* Length of the valid UTF-8 sequence at |s| (RFC 3629 §4: no overlongs, no
  * surrogates, nothing above U+10FFFF), or 0. */
 static size_t utf8_len(const unsigned char *s)

@@ -53,6 +53,8 @@ struct mx_log_access {
  * lines off the info level of the hot path unless the user asks.
  */
 void mx_log_set_access(bool on);
+/* Whether an access line would be written now (test before preparing one). */
+bool mx_log_access_enabled(void);
 void mx_log_access(const struct mx_log_access *a);
 
 void mx_log(enum mx_log_level level, const char *subsys, const char *fmt, ...)

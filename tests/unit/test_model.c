@@ -782,19 +782,25 @@ static void test_model_check_command(void **state)
     (void)state;
     mx_rand_hex(canary, sizeof(canary));
     setenv("MX_TEST_CHECK", canary, 1);
+    setenv("MX_TEST_FWD", "fwd-value-7f3a", 1);
     unsetenv("MX_TEST_UNSET");
     struct path path_p = tmp_path("check.toml");
     const char *path = path_p.s;
     snprintf(text, sizeof(text),
              "[servers.good]\nurl = \"https://good.example/mcp\"\nsecret = \"env:MX_TEST_CHECK\"\n"
              "[servers.kid]\ncommand = [\"node\", \"s.js\"]\nenv = [\"HOME\", "
-             "\"K=env:MX_TEST_CHECK\"]\n");
+             "\"MX_TEST_FWD\", \"K=env:MX_TEST_CHECK\"]\n");
     write_file(path, text, 0644);
     assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
     assert_non_null(strstr(out, "server good: streamable-http, host good.example, auth bearer"));
     assert_non_null(strstr(out, "secret env:MX_TEST_CHECK: resolved"));
     assert_non_null(strstr(out, "server kid: stdio, command node"));
     assert_non_null(strstr(out, "env K=env:MX_TEST_CHECK: resolved"));
+    /* a forwarded name, never its value; argv[0] only (arguments may hold
+     * anything) */
+    assert_non_null(strstr(out, "env MX_TEST_FWD: forwarded"));
+    assert_null(strstr(out, "fwd-value-7f3a"));
+    assert_null(strstr(out, "s.js"));
     assert_null(strstr(out, canary));
 
     write_file(path,
