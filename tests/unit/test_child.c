@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
+#include "alloc.h"
 #include "child.h"
 #include "err.h"
 
@@ -52,7 +53,7 @@ static int on_line(struct mx_child *c, struct mx_str line, void *data)
     struct rec *r = data;
     (void)c;
     assert_true(r->cnt < MAX_LINES);
-    r->lines[r->cnt] = strndup(line.p, line.len);
+    r->lines[r->cnt] = mx_xstrndup(line.p, line.len);
     assert_non_null(r->lines[r->cnt]);
     r->cnt++;
     return r->pause_each ? MX_EAGAIN : 0;
