@@ -119,12 +119,8 @@ static int on_sse_event(const struct mx_sse_event *ev, void *data)
 /* One JSON-RPC message as an event of the SSE answer we opened. */
 static int emit_event(struct fwd *f, struct mx_str json)
 {
-    struct mx_buf ev;
-    mx_buf_init(&ev, json.len + 64);
-    mx_sse_encode(&ev, "message", NULL, json);
-    int rc = mx_req_write(f->req, mx_buf_data(&ev), mx_buf_len(&ev));
-    mx_buf_clear(&ev);
-    return rc;
+    /* room for the "data: " of every line the message spans */
+    return mx_sse_write_event(f->req, json, 2 * json.len + 64);
 }
 
 /* Replace the upstream's answer with our own, as JSON-RPC when we can. */

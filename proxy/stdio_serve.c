@@ -172,7 +172,6 @@ static int start_sse(struct bcall *c)
  * is slow) or MX_ECLOSED (the call ended). */
 static int call_send(struct bcall *c, const json_t *msg)
 {
-    struct mx_buf b;
     if (c->ended)
         return MX_ECLOSED;
     if (c->req == NULL)
@@ -186,16 +185,12 @@ static int call_send(struct bcall *c, const json_t *msg)
         return MX_ECLOSED;
     }
     char *text = mx_rpc_dump(msg);
-    mx_buf_init(&b, SSE_OUT_CAP);
-    int rc = mx_sse_encode(&b, "message", NULL, mx_str_cstr(text));
+    int rc = mx_sse_write_event(c->req, mx_str_cstr(text), SSE_OUT_CAP);
     free(text);
-    if (rc) {
+    if (rc == MX_ELIMIT) {
         mx_log_warn(SUBSYS, "a message over %u bytes for a client was dropped", SSE_OUT_CAP);
-        mx_buf_clear(&b);
         return 0;
     }
-    rc = mx_req_write(c->req, mx_buf_data(&b), mx_buf_len(&b));
-    mx_buf_clear(&b);
     if (rc == MX_EAGAIN) {
         c->blocked = true;
         return MX_EAGAIN;
