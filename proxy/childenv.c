@@ -8,19 +8,7 @@
 #include "alloc.h"
 #include "childenv.h"
 #include "err.h"
-
-static bool name_ok(const char *p, size_t len)
-{
-    if (len == 0 || (p[0] >= '0' && p[0] <= '9'))
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = p[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_'))
-            return false;
-    }
-    return true;
-}
+#include "secret_int.h"
 
 /* mcplex's own "NAME=value" for |name| of |len| bytes, or NULL. */
 static const char *parent_entry(char *const *parent, const char *name, size_t len)
@@ -54,7 +42,7 @@ int mx_childenv_build(const struct mx_strv *allow, struct mx_secret *const *secr
         const char *item = allow->v[i];
         const char *eq = strchr(item, '=');
         size_t n = eq ? (size_t)(eq - item) : strlen(item);
-        if (n > 200 || !name_ok(item, n)) {
+        if (n > 200 || !mx_env_name_is_valid(item, n)) {
             /* the entry itself is not repeated: it may be a mistyped value */
             say(why, why_cap, "env entry %zu is not NAME or NAME=<secret ref>", i + 1);
             goto fail;
