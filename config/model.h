@@ -143,6 +143,14 @@ void mx_config_free(struct mx_config *cfg);
  */
 char *mx_config_find(const char *arg);
 
+/*
+ * Reload (model_reload.c): whether two servers have the same settings and
+ * resolved secrets (a server that is the same keeps its sessions); and
+ * wiping the secrets of a server that left, before its config is freed.
+ */
+bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cfg *b);
+void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
+
 /* Find a server by name; NULL if absent. */
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
 

@@ -75,6 +75,13 @@ bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len)
     return same_len & (diff == 0);
 }
 
+bool mx_secret_same(const struct mx_secret *a, const struct mx_secret *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return mx_secret_equal(a, b->p, b->len);
+}
+
 char *mx_secret_header_new(const struct mx_secret *s, enum mx_auth_kind kind, const char *name)
 {
     char *prefix;

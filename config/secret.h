@@ -44,6 +44,8 @@ void mx_secret_free(struct mx_secret *s);
 
 /* Constant-time comparison of the secret with |p|,|len|. */
 bool mx_secret_equal(const struct mx_secret *s, const char *p, size_t len);
+/* Whether |a| and |b| hold the same value (both NULL counts as the same). */
+bool mx_secret_same(const struct mx_secret *a, const struct mx_secret *b);
 
 /*
  * A new NUL-terminated header line for |kind| ("Authorization: Bearer …",

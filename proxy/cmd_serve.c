@@ -37,6 +37,8 @@ struct serve {
     ev_timer drain;
     ev_tstamp drain_started;
     bool draining;
+    char *cfg_path;       /* what SIGHUP re-reads */
+    bool level_from_flag; /* --log-level wins over the config at reload too */
 };
 
 static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -68,13 +70,57 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
     ev_timer_start(loop, &s->drain);
 }
 
+static bool is_loopback_address(const char *addr);
+
+/*
+ * SIGHUP: read the config and the vault again and apply them (gateway.h).
+ * Anything wrong with the new config refuses the whole reload; the running
+ * one keeps serving. Secrets are resolved here, on the loop: files and the
+ * vault are small local reads; a `cmd:` source blocks up to its timeout.
+ */
 static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+    struct serve *s = w->data;
+    struct mx_diag diag = {0};
+    struct mx_config *cfg = NULL;
+    char msg[1024];
     (void)loop;
-    (void)w;
     (void)revents;
-    mx_log_warn("serve", "SIGHUP: reloading is not supported by this version; restart mcplex "
-                         "to apply config changes");
+    if (s->draining)
+        return;
+    mx_log_info("serve", "SIGHUP: reloading %s", s->cfg_path);
+    if (mx_config_load(s->cfg_path, &cfg, &diag) != 0) {
+        mx_gateway_reload_refused(s->gw, mx_diag_format(&diag, msg, sizeof(msg)));
+        return;
+    }
+    /* the listener stays where it is: a token it needs must stay too */
+    const struct mx_listen_cfg *l = &s->gw->cfg->listen;
+    if (!is_loopback_address(l->address) &&
+        (!cfg->listen.allow_remote || cfg->listen.client_token_ref == NULL)) {
+        snprintf(msg, sizeof(msg),
+                 "%s: mcplex listens on %s, beyond loopback: the new config must keep "
+                 "allow_remote = true and a client_token",
+                 cfg->path, l->address);
+        mx_gateway_reload_refused(s->gw, msg);
+        mx_config_free(cfg);
+        return;
+    }
+    enum mx_log_level level = MX_LOG_INFO;
+    if (!s->level_from_flag && cfg->proxy.log_level &&
+        mx_log_level_parse(cfg->proxy.log_level, &level) != 0) {
+        snprintf(msg, sizeof(msg), "%s: unknown log level '%s'", cfg->path, cfg->proxy.log_level);
+        mx_gateway_reload_refused(s->gw, msg);
+        mx_config_free(cfg);
+        return;
+    }
+    if (mx_config_resolve_secrets(cfg, &diag) != 0) {
+        mx_gateway_reload_refused(s->gw, mx_diag_format(&diag, msg, sizeof(msg)));
+        mx_config_free(cfg);
+        return;
+    }
+    if (!s->level_from_flag)
+        mx_log_set_level(cfg->proxy.log_level ? level : MX_LOG_INFO);
+    mx_gateway_reload(s->gw, cfg, msg, sizeof(msg));
 }
 
 static void usage(FILE *f)
@@ -210,6 +256,7 @@ int mx_cmd_serve(int argc, char **argv)
     struct mx_diag diag = {0};
     char msg[1024];
     struct mx_config *cfg = NULL;
+    struct serve s = {0};
     char *path = mx_config_find(cfg_arg);
     if (mx_config_load(path, &cfg, &diag) != 0) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
@@ -256,7 +303,6 @@ int mx_cmd_serve(int argc, char **argv)
     }
     const char *scheme = tls ? "https" : "http";
     struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
-    struct serve s = {0};
     s.gw = mx_gateway_new(loop, cfg, &diag);
     if (s.gw == NULL) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
@@ -265,13 +311,15 @@ int mx_cmd_serve(int argc, char **argv)
         curl_global_cleanup();
         return 1;
     }
+    s.cfg_path = mx_xstrdup(cfg->path);
+    s.level_from_flag = level_arg != NULL;
     /* Nothing is accepted before ev_run(), so every connection gets TLS. */
     if (tls)
         mx_httpd_set_tls(s.gw->httpd, tls);
     ev_signal_init(&s.sigterm, stop_cb, SIGTERM);
     ev_signal_init(&s.sigint, stop_cb, SIGINT);
     ev_signal_init(&s.sighup, hup_cb, SIGHUP);
-    s.sigterm.data = s.sigint.data = &s;
+    s.sigterm.data = s.sigint.data = s.sighup.data = &s;
     ev_signal_start(loop, &s.sigterm);
     ev_signal_start(loop, &s.sigint);
     ev_signal_start(loop, &s.sighup);
@@ -282,7 +330,7 @@ int mx_cmd_serve(int argc, char **argv)
                 (int)(colon - a), a, s.gw->port, cfg->server_cnt);
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
         mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
-                    s.gw->upstreams[i].cfg->name, s.gw->upstreams[i].host);
+                    s.gw->upstreams[i]->cfg->name, s.gw->upstreams[i]->host);
     /* Not in JSON lines: every line on stderr must parse for a collector. */
     if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO) && mx_log_get_format() == MX_LOG_TEXT) {
         /* A ready snippet for the merged endpoint; the client token, if any,
@@ -305,6 +353,7 @@ int mx_cmd_serve(int argc, char **argv)
     mx_child_shutdown(loop, CHILD_STOP_LIMIT_S); /* stdio upstreams end with their groups */
     mx_tls_free(tls);
     curl_global_cleanup();
+    free(s.cfg_path);
     mx_log_info("serve", "stopped");
     return 0;
 }

@@ -279,6 +279,51 @@ static int fetch(const struct target *t, struct mx_buf *out)
     return 0;
 }
 
+/* The /health target from --url (and --cacert) or from the config's
+ * [listen]. Returns 0, or 1 after printing why. */
+static int target_make(const char *cfg_arg, const char *url_arg, const char *ca_arg,
+                       struct target *t)
+{
+    if (url_arg) {
+        t->url = health_url(url_arg);
+        t->ca_file = ca_arg ? mx_xstrdup(ca_arg) : NULL;
+        return 0;
+    }
+    struct mx_diag diag = {0};
+    struct mx_config *cfg = NULL;
+    char msg[1024];
+    char *path = mx_config_find(cfg_arg);
+    int rc = mx_config_load(path, &cfg, &diag);
+    free(path);
+    if (rc != 0) {
+        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+        return 1;
+    }
+    rc = target_from_config(cfg, t);
+    mx_config_free(cfg);
+    return rc ? 1 : 0;
+}
+
+json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca_arg)
+{
+    struct target t = {0};
+    struct mx_buf body;
+    json_t *h = NULL;
+    json_error_t jerr;
+    mx_buf_init(&body, HEALTH_CAP);
+    if (target_make(cfg_arg, url_arg, ca_arg, &t) == 0 && fetch(&t, &body) == 0) {
+        h = json_loadb(mx_buf_data(&body), mx_buf_len(&body), JSON_REJECT_DUPLICATES, &jerr);
+        if (!json_is_object(h)) {
+            fprintf(stderr, "mcplex: %s did not answer /health JSON: %s\n", t.url, jerr.text);
+            json_decref(h);
+            h = NULL;
+        }
+    }
+    mx_buf_clear(&body);
+    target_clear(&t);
+    return h;
+}
+
 int mx_cmd_status(int argc, char **argv)
 {
     const char *cfg_arg = NULL, *url_arg = NULL, *ca_arg = NULL;
@@ -317,31 +362,11 @@ int mx_cmd_status(int argc, char **argv)
     }
 
     struct target t = {0};
-    if (url_arg) {
-        t.url = health_url(url_arg);
-        t.ca_file = ca_arg ? mx_xstrdup(ca_arg) : NULL;
-    } else {
-        struct mx_diag diag = {0};
-        struct mx_config *cfg = NULL;
-        char msg[1024];
-        char *path = mx_config_find(cfg_arg);
-        int rc = mx_config_load(path, &cfg, &diag);
-        free(path);
-        if (rc != 0) {
-            fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
-            return 1;
-        }
-        rc = target_from_config(cfg, &t);
-        mx_config_free(cfg);
-        if (rc != 0) {
-            target_clear(&t);
-            return 1;
-        }
-    }
-
     int ret = 1;
     struct mx_buf body;
     mx_buf_init(&body, HEALTH_CAP);
+    if (target_make(cfg_arg, url_arg, ca_arg, &t) != 0)
+        goto out;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "mcplex: libcurl initialisation failed\n");
         goto out;

@@ -22,4 +22,14 @@ int mx_cmd_status(int argc, char **argv);
  */
 void mx_status_render(FILE *out, const json_t *health, const char *url, time_t now);
 
+/*
+ * GET /health of the gateway at |url_arg| (with |ca_arg|) or else at the
+ * [listen] address of the config |cfg_arg| names (mx_config_find). The
+ * caller has initialised libcurl. Returns the object, or NULL after
+ * printing why on stderr.
+ */
+json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca_arg);
+
+int mx_cmd_reload(int argc, char **argv);
+
 #endif

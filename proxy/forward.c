@@ -34,6 +34,8 @@ static const char *const pass_resp[] = {"Content-Type", "Mcp-Session-Id", "MCP-P
                                         "Cache-Control", "Retry-After"};
 
 struct fwd {
+    struct fwd *next; /* the gateway's forwards in flight (gw->forwards) */
+    struct fwd *prev;
     struct mx_gateway *gw;
     struct mx_upstream *up;
     struct mx_req *req;
@@ -95,6 +97,13 @@ static void fwd_free(struct fwd *f)
 {
     account(f);
     f->gw->inflight--;
+    mx_upstream_release(f->up);
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        f->gw->forwards = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
     ev_timer_stop(f->gw->loop, &f->progress);
     json_decref(f->progress_token);
     json_decref(f->rpc_id);
@@ -365,6 +374,32 @@ static void on_client_abort(struct mx_req *req, void *data)
 
 static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait};
 
+void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up)
+{
+    struct fwd *f = gw->forwards;
+    while (f) {
+        struct fwd *next = f->next;
+        /* A request ends within its timeout; a GET stream would live on with
+         * a server that is no longer configured: end it (the client opens a
+         * new one, which reaches the new config). */
+        if (f->up == up && strcmp(f->http_method, "GET") == 0) {
+            mx_log_debug("forward", "up:%s left the config; ending a stream", up->cfg->name);
+            mx_upcall_cancel(f->call);
+            if (f->req) {
+                mx_req_set_handler(f->req, NULL, NULL, NULL);
+                if (f->responded)
+                    mx_req_end(f->req);
+                else
+                    answer_error(f, 503, MX_RPC_UPSTREAM_UNAVAILABLE,
+                                 "the server left the config at a reload");
+            }
+            f->outcome = MX_METRICS_CANCELLED;
+            fwd_free(f);
+        }
+        f = next;
+    }
+}
+
 /* The method label of a POSTed JSON-RPC message (metrics.h). */
 static const char *rpc_label(const json_t *msg)
 {
@@ -415,6 +450,11 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     if (strcmp(f->http_method, "other") == 0)
         f->http_method = "POST";
     gw->inflight++;
+    mx_upstream_hold(up);
+    f->next = gw->forwards;
+    if (f->next)
+        f->next->prev = f;
+    gw->forwards = f;
     mx_sse_decoder_init(&f->sse, TRACE_JSON_CAP, on_sse_event, f);
     mx_buf_init(&f->json, TRACE_JSON_CAP);
     ev_init(&f->progress, progress_cb);

@@ -25,8 +25,9 @@ void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str name)
 {
     for (size_t i = 0; i < gw->upstream_cnt; i++) {
-        if (mx_str_eq(mx_str_cstr(gw->upstreams[i].cfg->name), name))
-            return &gw->upstreams[i];
+        struct mx_upstream *u = gw->upstreams[i];
+        if (!u->retired && mx_str_eq(mx_str_cstr(u->cfg->name), name))
+            return u;
     }
     return NULL;
 }
@@ -120,9 +121,9 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
 
     gw->loop = loop;
     gw->cfg = cfg;
+    gw->gens = mx_xcalloc(1, sizeof(*gw->gens));
+    gw->gens->cfg = cfg;
     gw->started = time(NULL);
-    gw->upstream_cnt = cfg->server_cnt;
-    gw->upstreams = mx_xcalloc(cfg->server_cnt, sizeof(*gw->upstreams));
     /* The configured listen name is accepted as Host besides loopback names. */
     const char *a = cfg->listen.address;
     const char *colon = strrchr(a, ':');
@@ -137,9 +138,10 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
     gw->guard.client_token = cfg->listen.client_token;
     gw->metrics = mx_metrics_new(NULL);
     for (size_t i = 0; i < cfg->server_cnt; i++) {
-        mx_upstream_init(&gw->upstreams[i], &cfg->servers[i]);
-        gw->upstreams[i].metrics = gw->metrics;
-        gw->upstreams[i].metrics_slot = mx_metrics_server_slot(gw->metrics, cfg->servers[i].name);
+        if (mx_gateway_slot_add(gw, &cfg->servers[i], gw->gens) == NULL) {
+            mx_diag_set(diag, cfg->path, 0, 0, "more than %d servers", MX_GATEWAY_MAX_SLOTS);
+            goto fail;
+        }
     }
 
     if (cfg->proxy.trace) {
@@ -166,7 +168,7 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
     }
     return gw;
 fail:
-    gw->cfg = NULL; /* the caller still owns cfg on failure */
+    gw->gens->cfg = NULL; /* the caller still owns cfg on failure */
     mx_gateway_free(gw);
     return NULL;
 }
@@ -179,13 +181,21 @@ void mx_gateway_free(struct mx_gateway *gw)
     /* after the connections (their requests end first), before the uclient */
     mx_mcp_free(gw->mcp);
     mx_stdio_serve_free(gw->stdio_serve);
-    for (size_t i = 0; i < gw->upstream_cnt; i++)
-        mx_upstream_clear(&gw->upstreams[i]);
+    ev_timer_stop(gw->loop, &gw->retire_timer);
+    for (size_t i = 0; i < gw->upstream_cnt; i++) {
+        mx_upstream_clear(gw->upstreams[i]);
+        free(gw->upstreams[i]);
+    }
     mx_uclient_free(gw->uclient);
     mx_trace_close(gw->trace);
     mx_metrics_free(gw->metrics);
     free(gw->upstreams);
     free(gw->listen_host);
-    mx_config_free(gw->cfg);
+    while (gw->gens) {
+        struct mx_cfg_gen *g = gw->gens;
+        gw->gens = g->next;
+        mx_config_free(g->cfg);
+        free(g);
+    }
     free(gw);
 }

@@ -20,18 +20,43 @@
 
 struct mx_mcp;
 struct mx_stdio_serve;
+struct fwd;
+
+/*
+ * A config generation: the config read at start or at one reload. The
+ * current one serves new requests; an older one lives on while an upstream
+ * slot it made is still in use (unchanged upstreams keep theirs across
+ * reloads), and is wiped and freed after the last one goes.
+ */
+struct mx_cfg_gen {
+    struct mx_cfg_gen *next;
+    struct mx_config *cfg; /* owned */
+    size_t users;          /* upstream slots made from it */
+};
+
+/* What the last reload did, for /health and `mcplex reload`. */
+struct mx_reload_info {
+    uint64_t ok;     /* reloads applied */
+    uint64_t failed; /* reloads refused (the old config kept serving) */
+    time_t at;       /* wall clock of the last attempt, 0: none */
+    char error[512]; /* why the last attempt was refused; "" after success */
+};
 
 struct mx_gateway {
     struct ev_loop *loop;
-    struct mx_config *cfg; /* owned */
-    struct mx_upstream *upstreams;
+    struct mx_config *cfg;          /* the current generation's config */
+    struct mx_cfg_gen *gens;        /* every generation in use, the current one first */
+    struct mx_upstream **upstreams; /* slots by index; see upstream.h for retired */
     size_t upstream_cnt;
+    ev_timer retire_timer; /* frees retired slots once their requests ended */
+    struct mx_reload_info reload;
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
     struct mx_mcp *mcp;                 /* the merged /mcp endpoint */
     struct mx_metrics *metrics;         /* GET /metrics (metrics.h) */
     struct mx_stdio_serve *stdio_serve; /* /mcp/<server> of stdio upstreams (stdio_serve.h) */
+    struct fwd *forwards;               /* requests in flight at /mcp/<server> (forward.c) */
     struct mx_guard_cfg guard;
     char *listen_host;
     uint64_t refused; /* requests refused by the guard */
@@ -47,11 +72,34 @@ struct mx_gateway {
 struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg,
                                   struct mx_diag *diag);
 void mx_gateway_free(struct mx_gateway *gw);
+/* The live (not retired) upstream called |name|, or NULL. */
 struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str name);
+
+/*
+ * Apply |cfg| (ownership taken; secrets resolved) to the running gateway:
+ * upstreams whose settings and secrets did not change keep their sessions
+ * and connections; changed and removed ones are retired (hidden at once,
+ * freed when their requests ended); new ones join, and clients hear
+ * list_changed. [listen] address, tls, cert and key need a restart (a
+ * warning says so); the client token, allowed origins and log level apply.
+ * Returns 0; on failure (MX_ELIMIT: too many upstream slots) the config is
+ * freed and |err| says why.
+ */
+int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, size_t cap);
+/* Record a refused reload (a config that failed to load) for /health. */
+void mx_gateway_reload_refused(struct mx_gateway *gw, const char *why);
+
+/* A new upstream slot for |cfg| of generation |gen| (reload.c); reuses a
+ * slot freed by an earlier reload. NULL when MX_GATEWAY_MAX_SLOTS are used. */
+#define MX_GATEWAY_MAX_SLOTS 256 /* merged-list cursors name a source in one byte */
+struct mx_upstream *mx_gateway_slot_add(struct mx_gateway *gw, const struct mx_server_cfg *cfg,
+                                        struct mx_cfg_gen *gen);
 
 /* Request handlers (route.c dispatches to these). */
 void mx_health_serve(struct mx_gateway *gw, struct mx_req *req);
 void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req);
+/* |up| was retired: end its GET streams at /mcp/<server> (forward.c). */
+void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up);
 
 /* Answer |req| with |status| and a JSON body {"error": |msg|}. */
 void mx_gateway_error(struct mx_req *req, int status, const char *msg);

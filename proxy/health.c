@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -22,7 +23,9 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
     json_t *ups = json_array();
     char since[32];
     for (size_t i = 0; i < gw->upstream_cnt; i++) {
-        const struct mx_upstream *u = &gw->upstreams[i];
+        const struct mx_upstream *u = gw->upstreams[i];
+        if (u->retired)
+            continue;
         iso_time(u->since, since, sizeof(since));
         json_t *uo =
             json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host", u->host,
@@ -42,6 +45,16 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
                   "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",
                   (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight", (json_int_t)gw->inflight,
                   "refused", (json_int_t)gw->refused, "upstreams", ups);
+    /* pid: `mcplex reload` signals it; reload: what the last one did */
+    json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
+    char at[32] = "";
+    if (gw->reload.at)
+        iso_time(gw->reload.at, at, sizeof(at));
+    json_object_set_new(o, "reload",
+                        json_pack("{s:I, s:I, s:s?, s:s?}", "ok", (json_int_t)gw->reload.ok,
+                                  "failed", (json_int_t)gw->reload.failed, "at",
+                                  gw->reload.at ? at : NULL, "error",
+                                  gw->reload.error[0] ? gw->reload.error : NULL));
     json_object_set_new(o, "listen",
                         json_pack("{s:s, s:i, s:b}", "address", gw->cfg->listen.address, "port",
                                   gw->port, "tls", gw->cfg->listen.tls));

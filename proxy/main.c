@@ -11,6 +11,7 @@ static const struct mx_cmd cmds[] = {
     {"vault", "set, list or remove vault secrets", mx_cmd_vault},
     {"certs", "make or show the local CA and localhost certificate", mx_cmd_certs},
     {"status", "show a running gateway's upstreams and listener", mx_cmd_status},
+    {"reload", "make a running gateway re-read its config and vault", mx_cmd_reload},
 };
 
 static void usage(FILE *f)

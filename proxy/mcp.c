@@ -87,7 +87,8 @@ struct pending {
     ev_timer timer;
     size_t waiting;
     bool starting;
-    struct pwait *waits;
+    struct pwait *waits; /* one per upstream slot at the start (reloads add slots) */
+    size_t wait_cnt;
 };
 
 int mcp_log_level(const char *name)
@@ -210,6 +211,7 @@ static void call_end(struct call *c)
         mx_req_set_handler(c->req, NULL, NULL, NULL);
     c->req = NULL;
     c->m->gw->inflight--;
+    mx_upstream_release(c->u->up);
     call_release(c);
 }
 
@@ -551,6 +553,7 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
     c->client_id = json_incref(id);
     c->up_id = e->up_id;
     c->u = u;
+    mx_upstream_hold(u->up);
     c->sub_op = sub_op;
     c->sub_uri = sub_uri ? mx_xstrdup(sub_uri) : NULL;
     c->token = token ? json_incref(token) : NULL;
@@ -683,13 +686,13 @@ static void client_response(struct mx_mcp *m, struct mx_session *s, json_t *msg)
         mx_log_debug(SUBSYS, "session %.8s...: an answer to nothing we asked; dropped", s->id);
         return;
     }
-    struct mx_mcpup *u = &m->ups[e->upstream];
+    struct mx_mcpup *u = m->ups[e->upstream];
     struct upctx *ctx = u->cfg->session == MX_SESSION_SHARED
                             ? &u->shared
-                            : &((struct sessx *)s->owner)->pc[e->upstream];
+                            : mcp_pc((struct sessx *)s->owner, e->upstream);
     json_t *out = json_deep_copy(msg);
     json_object_set(out, "id", e->up_id);
-    if (ctx->s)
+    if (ctx && ctx->s)
         mx_upsess_send(ctx->s, out, e->upsess);
     json_decref(out);
     mx_idmap_s2c_remove(m->ids, e->client_id);
@@ -703,9 +706,9 @@ static void pending_free(struct pending *p)
 {
     struct sessx *sx = p->s->owner;
     ev_timer_stop(p->m->loop, &p->timer);
-    for (size_t i = 0; i < p->m->up_cnt; i++) {
+    for (size_t i = 0; i < p->wait_cnt; i++) {
         if (p->waits[i].active) {
-            mcp_up_unwait(&p->m->ups[i], &p->waits[i].w);
+            mcp_up_unwait(p->m->ups[i], &p->waits[i].w);
             p->waits[i].active = false;
         }
     }
@@ -769,13 +772,14 @@ static void pending_start(struct mx_mcp *m, struct mx_session *s, struct mx_req 
     p->msg = json_incref(msg);
     p->what = what;
     p->kind = kind;
+    p->wait_cnt = m->up_cnt;
     p->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*p->waits));
     p->next = sx->pendings;
     sx->pendings = p;
     ev_timer_init(&p->timer, pending_timer, (double)m->cfg->proxy.fanout_timeout_ms / 1000.0, 0.0);
     p->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
         /* kinds 0: answer from the catalogue as it is, waiting for nobody */
         if (kinds == 0 || !mcp_up_needs(u, kinds, true))
             continue;
@@ -803,8 +807,10 @@ static json_t *merged_caps(struct mx_mcp *m)
     bool tools = false, prompts = false, resources = false, subscribe = false;
     bool completions = false, unknown = false;
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
         json_t *caps = json_object_get(u->init, "capabilities");
+        if (u->up->retired)
+            continue;
         if (u->init == NULL) {
             unknown = unknown || (u->cfg->transport != MX_TRANSPORT_SSE && u->state != UPS_FAILED);
             continue;
@@ -839,12 +845,12 @@ static json_t *merged_instructions(struct mx_mcp *m)
     struct mx_buf b;
     mx_buf_init(&b, 256 * 1024);
     for (size_t i = 0; i < m->up_cnt; i++) {
-        const char *ins = json_string_value(json_object_get(m->ups[i].init, "instructions"));
-        if (ins == NULL || *ins == '\0')
+        const char *ins = json_string_value(json_object_get(m->ups[i]->init, "instructions"));
+        if (ins == NULL || *ins == '\0' || m->ups[i]->up->retired)
             continue;
         if (mx_buf_len(&b))
             mx_buf_append_str(&b, "\n\n");
-        mx_buf_printf(&b, "## %s\n", m->ups[i].cfg->alias);
+        mx_buf_printf(&b, "## %s\n", m->ups[i]->cfg->alias);
         mx_buf_append_str(&b, ins);
     }
     json_t *out = mx_buf_len(&b) ? json_stringn(mx_buf_data(&b), mx_buf_len(&b)) : NULL;
@@ -875,7 +881,7 @@ static void respond_init(struct pending *p)
 
 static bool cursor_source(struct mx_mcp *m, size_t i, enum mx_agg_kind kind)
 {
-    return i <= 255 && mcp_up_visible(&m->ups[i]) && m->ups[i].lists[kind] != NULL;
+    return i <= 255 && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
 }
 
 static void respond_list(struct pending *p)
@@ -905,7 +911,7 @@ static void respond_list(struct pending *p)
             for (size_t i = 0; i < m->up_cnt && !bad; i++) {
                 if (!cursor_source(m, i, kind))
                     continue;
-                if (k >= c.cnt || c.v[k].src != i || c.v[k].gen != m->ups[i].gen[kind])
+                if (k >= c.cnt || c.v[k].src != i || c.v[k].gen != m->ups[i]->gen[kind])
                     bad = "Invalid cursor: the list changed since; list again from the start";
                 else
                     pos[i] = c.v[k++].pos;
@@ -933,7 +939,7 @@ static void respond_list(struct pending *p)
             if (!cursor_source(m, i, kind))
                 continue;
             c.v[c.cnt].src = (uint8_t)i;
-            c.v[c.cnt].gen = m->ups[i].gen[kind];
+            c.v[c.cnt].gen = m->ups[i]->gen[kind];
             c.v[c.cnt].pos = next[i];
             c.cnt++;
         }
@@ -982,7 +988,7 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *r
     }
     json_t *upmsg = json_deep_copy(msg);
     json_object_set_new(json_object_get(upmsg, "params"), "name", json_string(e->orig));
-    call_start(m, s, req, msg, &m->ups[e->src], upmsg, 0, NULL);
+    call_start(m, s, req, msg, m->ups[e->src], upmsg, 0, NULL);
 }
 
 /* The one upstream for |uri|, or NULL after answering the client with an
@@ -1005,16 +1011,16 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
         mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
     }
     if (r.cnt == 1)
-        return &m->ups[r.cands[0]];
+        return m->ups[r.cands[0]];
     if (r.cnt == 0) {
         /* Not in any list: with one upstream that serves resources at all,
          * it is the only place the URI can live. */
         struct mx_mcpup *only = NULL;
         size_t with = 0;
         for (size_t i = 0; i < m->up_cnt; i++) {
-            json_t *caps = json_object_get(m->ups[i].init, "capabilities");
-            if (json_is_object(json_object_get(caps, "resources"))) {
-                only = &m->ups[i];
+            json_t *caps = json_object_get(m->ups[i]->init, "capabilities");
+            if (!m->ups[i]->up->retired && json_is_object(json_object_get(caps, "resources"))) {
+                only = m->ups[i];
                 with++;
             }
         }
@@ -1032,7 +1038,7 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
                          "Ambiguous resource URI %.200s: it belongs to several upstreams (", uri);
     json_t *cands = json_array();
     for (size_t i = 0; i < r.cnt && n < sizeof(text); i++) {
-        const char *nm = m->ups[r.cands[i]].cfg->name;
+        const char *nm = m->ups[r.cands[i]]->cfg->name;
         n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? ", " : "", nm);
         json_array_append_new(cands, json_string(nm));
     }
@@ -1089,7 +1095,7 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
         upmsg = json_deep_copy(msg);
         json_object_set_new(json_object_get(json_object_get(upmsg, "params"), "ref"), "name",
                             json_string(e->orig));
-        call_start(m, s, req, msg, &m->ups[e->src], upmsg, 0, NULL);
+        call_start(m, s, req, msg, m->ups[e->src], upmsg, 0, NULL);
         return;
     }
     if (type && strcmp(type, "ref/resource") == 0) {
@@ -1206,9 +1212,9 @@ static void dispatch_notification(struct mx_mcp *m, struct mx_session *s, json_t
         client_cancelled(m, s, msg);
     } else if (strcmp(method, "notifications/roots/list_changed") == 0) {
         /* roots belong to this client: only its own upstream sessions care */
-        for (size_t i = 0; i < m->up_cnt; i++) {
-            if (sx->pc[i].s)
-                mx_upsess_send(sx->pc[i].s, msg, 0);
+        for (size_t i = 0; i < sx->pc_cnt; i++) {
+            if (sx->pc[i] && sx->pc[i]->s)
+                mx_upsess_send(sx->pc[i]->s, msg, 0);
         }
     }
     /* notifications/initialized and anything else: accepted */
@@ -1220,7 +1226,7 @@ static void dispatch_notification(struct mx_mcp *m, struct mx_session *s, json_t
 static void s2c_orphaned(const struct mx_idmap_s2c *e, void *arg)
 {
     struct mx_mcp *m = arg;
-    struct mx_mcpup *u = &m->ups[e->upstream];
+    struct mx_mcpup *u = m->ups[e->upstream];
     if (m->shutting_down || u->cfg->session != MX_SESSION_SHARED || u->shared.s == NULL)
         return; /* a per-client upstream session ends with the client's */
     json_t *r = mx_rpc_error_new(e->up_id, RPC_INVALID_REQUEST, "the client session ended", NULL);
@@ -1260,7 +1266,7 @@ static void session_on_close(struct mx_session *s, void *data)
     }
     while (sx->subs) {
         struct sub *b = sx->subs;
-        struct mx_mcpup *u = &m->ups[b->up];
+        struct mx_mcpup *u = m->ups[b->up];
         sx->subs = b->next;
         if (!m->shutting_down && u->cfg->session == MX_SESSION_SHARED && u->shared.s &&
             sub_others(m, s, b->up, b->uri) == 0) {
@@ -1275,6 +1281,8 @@ static void session_on_close(struct mx_session *s, void *data)
     }
     mx_idmap_drop_session(m->ids, s->key, NULL, s2c_orphaned, m);
     mcp_up_session_closed(s);
+    for (size_t i = 0; i < sx->pc_cnt; i++)
+        free(sx->pc[i]);
     free(sx->pc);
     free(sx);
     s->owner = NULL;
@@ -1331,7 +1339,6 @@ static void initialize(struct mx_mcp *m, struct mx_req *req, json_t *msg)
     }
     struct sessx *sx = mx_xcalloc(1, sizeof(*sx));
     sx->m = m;
-    sx->pc = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*sx->pc));
     s->owner = sx;
     s->init_params = json_deep_copy(params);
     /* MCP 2025-06-18, Lifecycle: the client's version if mcplex speaks it,

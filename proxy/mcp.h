@@ -25,6 +25,17 @@ struct mx_mcp *mx_mcp_new(struct mx_gateway *gw);
  * gateway frees its uclient. */
 void mx_mcp_free(struct mx_mcp *m);
 
+/*
+ * Reload (gateway.h): gateway slot |idx| got a new upstream, was retired
+ * (hidden from lists and routing; its calls in flight finish), or is gone
+ * (its upstream sessions close; the slot may be reused). reloaded: the
+ * gateway's config changed; clients hear list_changed if their view did.
+ */
+void mx_mcp_slot_added(struct mx_mcp *m, size_t idx);
+void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx);
+void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx);
+void mx_mcp_reloaded(struct mx_mcp *m);
+
 /* Serve one request for the path /mcp. */
 void mx_mcp_serve(struct mx_mcp *m, struct mx_req *req);
 

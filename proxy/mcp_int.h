@@ -88,7 +88,8 @@ struct call;
 
 struct sessx {
     struct mx_mcp *m;
-    struct upctx *pc; /* per-client upstream sessions, one slot per upstream */
+    struct upctx **pc; /* per-client upstream sessions by upstream slot, made on first use */
+    size_t pc_cnt;
     struct call *calls;
     struct sub *subs;
     struct pending *pendings; /* initialize and lists waiting for a fan-out */
@@ -100,7 +101,7 @@ struct mx_mcp {
     const struct mx_config *cfg;
     struct mx_session_table *sessions;
     struct mx_idmap *ids;
-    struct mx_mcpup *ups;
+    struct mx_mcpup **ups; /* one per gateway upstream slot, same index */
     size_t up_cnt;
     uint8_t cursor_key[MX_CURSOR_KEY_LEN];
     uint64_t internal_id; /* ids of mcplex's own upstream requests */
@@ -123,6 +124,8 @@ void mcp_up_clear(struct mx_mcp *m);
 struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s);
 /* Close the per-client upstream sessions of |s|. */
 void mcp_up_session_closed(struct mx_session *s);
+/* The per-client upstream context of |sx| for slot |idx|, or NULL. */
+struct upctx *mcp_pc(struct sessx *sx, size_t idx);
 
 /* Whether |u| needs a refresh for |kinds| before answering. */
 bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list);

@@ -79,7 +79,7 @@ static void set_up_state(struct mx_mcpup *u, enum mcpup_state st)
 
 bool mcp_up_visible(const struct mx_mcpup *u)
 {
-    return u->state == UPS_READY;
+    return u->state == UPS_READY && !u->up->retired;
 }
 
 void mcp_up_note_ok(struct mx_mcpup *u)
@@ -171,7 +171,14 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
         ctx = &u->shared;
     } else {
         struct sessx *sx = s->owner;
-        ctx = &sx->pc[u->idx];
+        if (u->idx >= sx->pc_cnt) {
+            sx->pc = mx_xrealloc(sx->pc, (u->idx + 1) * sizeof(*sx->pc));
+            memset(sx->pc + sx->pc_cnt, 0, (u->idx + 1 - sx->pc_cnt) * sizeof(*sx->pc));
+            sx->pc_cnt = u->idx + 1;
+        }
+        if (sx->pc[u->idx] == NULL)
+            sx->pc[u->idx] = mx_xcalloc(1, sizeof(*sx->pc[u->idx]));
+        ctx = sx->pc[u->idx];
         ctx->owner = s;
     }
     ctx->u = u;
@@ -183,25 +190,34 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
     return ctx;
 }
 
+struct upctx *mcp_pc(struct sessx *sx, size_t idx)
+{
+    return sx && idx < sx->pc_cnt ? sx->pc[idx] : NULL;
+}
+
 static void refresh_abort(struct mx_mcpup *u);
+
+/* Close one upstream session of |u| (shared or a client's). */
+static void ctx_close(struct mx_mcpup *u, struct upctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    if (u->refresh && u->refresh->via == ctx)
+        refresh_abort(u);
+    if (ctx->s) {
+        mx_idmap_drop_upsess(u->m->ids, mx_upsess_key(ctx->s));
+        mx_upsess_close(ctx->s);
+        ctx->s = NULL;
+    }
+}
 
 void mcp_up_session_closed(struct mx_session *s)
 {
     struct sessx *sx = s->owner;
-    if (sx == NULL || sx->pc == NULL)
+    if (sx == NULL)
         return;
-    struct mx_mcp *m = sx->m;
-    for (size_t i = 0; i < m->up_cnt; i++) {
-        struct upctx *ctx = &sx->pc[i];
-        struct mx_mcpup *u = &m->ups[i];
-        if (u->refresh && u->refresh->via == ctx)
-            refresh_abort(u);
-        if (ctx->s) {
-            mx_idmap_drop_upsess(m->ids, mx_upsess_key(ctx->s));
-            mx_upsess_close(ctx->s);
-            ctx->s = NULL;
-        }
-    }
+    for (size_t i = 0; i < sx->pc_cnt; i++)
+        ctx_close(sx->m->ups[i], sx->pc[i]);
 }
 
 /* ---- catalogue refresh ---- */
@@ -214,8 +230,8 @@ static bool offers(const struct mx_mcpup *u, int kind)
 
 bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list)
 {
-    if (u->cfg->transport == MX_TRANSPORT_SSE)
-        return false; /* HTTP+SSE upstreams are not served at /mcp yet */
+    if (u->cfg->transport == MX_TRANSPORT_SSE || u->up->retired)
+        return false; /* HTTP+SSE upstreams are not served at /mcp yet; retired ones leave */
     if (u->refresh)
         return true;
     switch (u->state) {
@@ -510,9 +526,10 @@ static void rebuild(struct mx_mcp *m)
     struct mx_agg_opts o = {m->cfg->proxy.prefix, (size_t)m->cfg->proxy.name_budget};
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         for (size_t i = 0; i < m->up_cnt; i++) {
-            struct mx_mcpup *u = &m->ups[i];
+            struct mx_mcpup *u = m->ups[i];
             srcs[i].alias = u->cfg->alias;
-            srcs[i].items = u->lists[k];
+            /* a retired upstream's names neither show nor push others aside */
+            srcs[i].items = u->up->retired ? NULL : u->lists[k];
             srcs[i].visible = mcp_up_visible(u);
             srcs[i].allow = k == MX_AGG_TOOLS     ? &u->cfg->tools
                             : k == MX_AGG_PROMPTS ? &u->cfg->prompts
@@ -528,8 +545,10 @@ static void rebuild(struct mx_mcp *m)
                      (long long)m->cfg->proxy.name_budget);
     }
     for (size_t i = 0; i < m->up_cnt; i++) {
-        usrc[i].resources = m->ups[i].lists[MX_AGG_RESOURCES];
-        usrc[i].templates = m->ups[i].lists[MX_AGG_TEMPLATES];
+        if (m->ups[i]->up->retired)
+            continue;
+        usrc[i].resources = m->ups[i]->lists[MX_AGG_RESOURCES];
+        usrc[i].templates = m->ups[i]->lists[MX_AGG_TEMPLATES];
     }
     mx_uriroute_free(m->uris);
     m->uris = mx_uriroute_new(usrc, m->up_cnt);
@@ -564,7 +583,7 @@ static uint64_t view_sig(struct mx_mcp *m, int kind)
         for (const char *p = e->key; *p; p++)
             h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
         h = (h ^ (e->src + 1)) * 0x100000001b3ULL;
-        h = (h ^ m->ups[e->src].gen[kind]) * 0x100000001b3ULL;
+        h = (h ^ m->ups[e->src]->gen[kind]) * 0x100000001b3ULL;
     }
     return h;
 }
@@ -753,68 +772,158 @@ void mcp_up_levels(struct mx_mcp *m, struct mx_session *s)
 {
     int min = mcp_min_log_level(m);
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
         if (u->cfg->session == MX_SESSION_SHARED) {
             if (u->shared.s && mx_upsess_is_ready(u->shared.s) && min >= 0)
                 send_level(&u->shared, min);
         } else if (s) {
-            struct sessx *sx = s->owner;
-            if (sx->pc[i].s && mx_upsess_is_ready(sx->pc[i].s))
-                send_level(&sx->pc[i], s->log_level);
+            struct upctx *pc = mcp_pc(s->owner, i);
+            if (pc && pc->s && mx_upsess_is_ready(pc->s))
+                send_level(pc, s->log_level);
         }
     }
 }
 
-/* ---- setup ---- */
+/* ---- setup, and upstreams joining and leaving at reload ---- */
+
+/* Make the aggregate's side of gateway slot |idx|, or remake it for a slot
+ * reused after a reload. */
+static struct mx_mcpup *slot_setup(struct mx_mcp *m, size_t idx)
+{
+    struct mx_gateway *gw = m->gw;
+    if (idx >= m->up_cnt) {
+        m->ups = mx_xrealloc(m->ups, (idx + 1) * sizeof(*m->ups));
+        memset(m->ups + m->up_cnt, 0, (idx + 1 - m->up_cnt) * sizeof(*m->ups));
+        m->up_cnt = idx + 1;
+    }
+    struct mx_mcpup *u = m->ups[idx];
+    uint32_t gen[MX_AGG_KIND_CNT] = {0};
+    if (u == NULL) {
+        u = m->ups[idx] = mx_xcalloc(1, sizeof(*u));
+    } else {
+        memcpy(gen, u->gen, sizeof(gen));
+        mx_upsess_env_clear(&u->env); /* a goodbye of the former upstream still going */
+        memset(u, 0, sizeof(*u));
+    }
+    /* a cursor from the slot's former upstream never matches the new one */
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+        u->gen[k] = gen[k] + 1;
+    u->m = m;
+    u->idx = idx;
+    u->up = gw->upstreams[idx];
+    u->cfg = u->up->cfg;
+    u->env.loop = gw->loop;
+    u->env.uc = gw->uclient;
+    u->env.up = u->up;
+    u->env.trace = gw->trace;
+    u->shared.u = u;
+    u->retry_s = RETRY_MIN_S;
+    return u;
+}
+
+/* start = "eager": open the session (start the process) and load the
+ * catalogue now rather than at the first client */
+static void slot_start(struct mx_mcpup *u)
+{
+    if (u->cfg->start == MX_START_EAGER)
+        mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
+}
 
 void mcp_up_init(struct mx_mcp *m)
 {
-    struct mx_gateway *gw = m->gw;
-    m->up_cnt = gw->upstream_cnt;
-    m->ups = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*m->ups));
-    for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
-        u->m = m;
-        u->idx = i;
-        u->up = &gw->upstreams[i];
-        u->cfg = u->up->cfg;
-        u->env.loop = gw->loop;
-        u->env.uc = gw->uclient;
-        u->env.up = u->up;
-        u->env.trace = gw->trace;
-        u->shared.u = u;
-        u->retry_s = RETRY_MIN_S;
-    }
     ev_timer_init(&m->announce, announce_cb, ANNOUNCE_DELAY_S, 0.0);
     m->views_dirty = true;
-    for (size_t i = 0; i < m->up_cnt; i++)
-        catalogue_load(&m->ups[i]);
+    for (size_t i = 0; i < m->gw->upstream_cnt; i++)
+        catalogue_load(slot_setup(m, i));
     /* what a client sees before any upstream answered: nothing */
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         m->seen_sig[k] = 0xcbf29ce484222325ULL;
-    /* start = "eager": open the session (start the process) and load the
-     * catalogue now rather than at the first client */
-    for (size_t i = 0; i < m->up_cnt; i++) {
-        if (m->ups[i].cfg->start == MX_START_EAGER)
-            mcp_up_refresh(&m->ups[i], mcp_up_session(&m->ups[i], NULL), KINDS_ALL, NULL);
+    for (size_t i = 0; i < m->up_cnt; i++)
+        slot_start(m->ups[i]);
+}
+
+void mx_mcp_slot_added(struct mx_mcp *m, size_t idx)
+{
+    struct mx_mcpup *u = slot_setup(m, idx);
+    catalogue_load(u);
+    /* Clients already connected listed without it: load its lists now, so
+     * that they hear list_changed when its names arrive. */
+    if (u->cfg->start == MX_START_EAGER || mx_session_cnt(m->sessions) > 0)
+        mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
+    mcp_changed(m);
+}
+
+void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx)
+{
+    struct mx_mcpup *u = m->ups[idx];
+    /* hidden now (mcp_up_visible); its sessions stay for the calls in flight */
+    if (u->refresh && u->waiters == NULL)
+        refresh_abort(u);
+    m->views_dirty = true;
+    mcp_changed(m);
+}
+
+void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
+{
+    struct mx_mcpup *u = m->ups[idx];
+    if (u->refresh)
+        refresh_abort(u);
+    ctx_close(u, &u->shared);
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        struct sessx *sx = s->owner;
+        if (sx == NULL)
+            continue;
+        struct upctx *pc = mcp_pc(sx, idx);
+        ctx_close(u, pc);
+        free(pc);
+        if (idx < sx->pc_cnt)
+            sx->pc[idx] = NULL;
+        for (struct sub **bp = &sx->subs; *bp;) {
+            struct sub *b = *bp;
+            if (b->up != idx) {
+                bp = &b->next;
+                continue;
+            }
+            *bp = b->next;
+            free(b->uri);
+            free(b);
+        }
     }
+    /* u->env stays: the sessions' DELETEs are on their way through it */
+    json_decref(u->init);
+    u->init = NULL;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        json_decref(u->lists[k]);
+        u->lists[k] = NULL;
+    }
+    u->state = UPS_UNKNOWN;
+    u->cfg = &mx_upstream_gone_cfg;
+    m->views_dirty = true;
+}
+
+void mx_mcp_reloaded(struct mx_mcp *m)
+{
+    m->cfg = m->gw->cfg;
+    m->views_dirty = true;
+    mcp_changed(m);
 }
 
 void mcp_up_clear(struct mx_mcp *m)
 {
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
         if (u->refresh)
             refresh_abort(u);
         mx_upsess_close(u->shared.s);
         u->shared.s = NULL;
     }
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
         mx_upsess_env_clear(&u->env);
         json_decref(u->init);
         for (int k = 0; k < MX_AGG_KIND_CNT; k++)
             json_decref(u->lists[k]);
+        free(u);
     }
     ev_timer_stop(m->loop, &m->announce);
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
@@ -832,7 +941,9 @@ json_t *mx_mcp_health(struct mx_mcp *m)
     if (m == NULL)
         return json_object();
     for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = &m->ups[i];
+        struct mx_mcpup *u = m->ups[i];
+        if (u->up->retired)
+            continue;
         json_t *o = json_pack("{s:s, s:s, s:b}", "name", u->cfg->name, "state",
                               up_state_name(u->state), "listed", mcp_up_visible(u));
         for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
@@ -852,7 +963,7 @@ json_t *mx_mcp_health(struct mx_mcp *m)
                 continue;
             json_array_append_new(renamed, json_pack("{s:s, s:s, s:s, s:s}", "kind",
                                                      k == MX_AGG_TOOLS ? "tool" : "prompt", "name",
-                                                     e->key, "server", m->ups[e->src].cfg->name,
+                                                     e->key, "server", m->ups[e->src]->cfg->name,
                                                      "original", e->orig));
         }
     }

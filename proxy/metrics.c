@@ -431,7 +431,9 @@ static int render_states(struct mx_buf *b, const struct mx_metrics_gauges *g)
     int rc = family(b, "mcplex_upstream_state", "gauge",
                     "1 for the state each upstream is in, 0 for the others.");
     for (size_t i = 0; i < g->up_cnt && rc == 0; i++) {
-        const struct mx_upstream *u = &g->ups[i];
+        const struct mx_upstream *u = g->ups[i];
+        if (u->retired)
+            continue;
         for (size_t k = 0; k < COUNT_OF(states); k++) {
             struct labels l = {{"server", "state"},
                                {u->cfg->name, mx_upstream_state_name(states[k])}};

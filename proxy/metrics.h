@@ -124,8 +124,8 @@ struct mx_metrics_gauges {
     uint64_t connections;
     uint64_t inflight;
     uint64_t refused;
-    long long sessions; /* open /mcp client sessions; < 0: not known, left out */
-    const struct mx_upstream *ups;
+    long long sessions;             /* open /mcp client sessions; < 0: not known, left out */
+    struct mx_upstream *const *ups; /* slots; retired ones are skipped */
     size_t up_cnt;
 };
 

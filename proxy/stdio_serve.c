@@ -44,7 +44,7 @@ struct bridge {
 
 struct mx_stdio_serve {
     struct mx_gateway *gw;
-    struct bridge *b; /* one slot per upstream of the gateway */
+    struct bridge **b; /* by gateway upstream slot, made on first use */
     size_t cnt;
 };
 
@@ -124,6 +124,7 @@ static void call_end(struct bcall *c)
         c->next->prev = c->prev;
     bs->s->busy--;
     bs->b->ss->gw->inflight--;
+    mx_upstream_release(bs->b->up);
     if (c->rpc) {
         mx_uprpc_cancel(c->rpc);
         c->rpc = NULL;
@@ -303,6 +304,7 @@ static struct bcall *call_new(struct bsess *bs, struct mx_req *req, json_t *clie
     bs->calls = c;
     bs->s->busy++;
     bs->b->ss->gw->inflight++;
+    mx_upstream_hold(bs->b->up);
     mx_req_set_handler(req, call_drain, call_abort, c);
     return c;
 }
@@ -533,14 +535,18 @@ static struct bridge *bridge_for(struct mx_gateway *gw, struct mx_upstream *up)
     if (gw->stdio_serve == NULL) {
         struct mx_stdio_serve *ss = mx_xcalloc(1, sizeof(*ss));
         ss->gw = gw;
-        ss->cnt = gw->upstream_cnt;
-        ss->b = mx_xcalloc(ss->cnt ? ss->cnt : 1, sizeof(*ss->b));
         gw->stdio_serve = ss;
     }
     struct mx_stdio_serve *ss = gw->stdio_serve;
-    size_t idx = (size_t)(up - gw->upstreams);
-    MX_ASSERT(idx < ss->cnt);
-    struct bridge *b = &ss->b[idx];
+    size_t idx = up->idx;
+    if (idx >= ss->cnt) {
+        ss->b = mx_xrealloc(ss->b, (idx + 1) * sizeof(*ss->b));
+        memset(ss->b + ss->cnt, 0, (idx + 1 - ss->cnt) * sizeof(*ss->b));
+        ss->cnt = idx + 1;
+    }
+    if (ss->b[idx] == NULL)
+        ss->b[idx] = mx_xcalloc(1, sizeof(*ss->b[idx]));
+    struct bridge *b = ss->b[idx];
     if (b->sessions == NULL) {
         b->ss = ss;
         b->up = up;
@@ -555,20 +561,34 @@ static struct bridge *bridge_for(struct mx_gateway *gw, struct mx_upstream *up)
     return b;
 }
 
-void mx_stdio_serve_free(struct mx_stdio_serve *ss)
+static void bridge_free(struct bridge *b)
 {
-    if (ss == NULL)
+    if (b == NULL)
         return;
-    for (size_t i = 0; i < ss->cnt; i++) {
-        struct bridge *b = &ss->b[i];
-        if (b->sessions == NULL)
-            continue;
+    if (b->sessions) {
         mx_session_table_free(b->sessions);
         mx_upsess_close(b->shared);
         mx_upsess_env_clear(&b->env);
     }
+    free(b);
+}
+
+void mx_stdio_serve_free(struct mx_stdio_serve *ss)
+{
+    if (ss == NULL)
+        return;
+    for (size_t i = 0; i < ss->cnt; i++)
+        bridge_free(ss->b[i]);
     free(ss->b);
     free(ss);
+}
+
+void mx_stdio_serve_slot_gone(struct mx_stdio_serve *ss, size_t idx)
+{
+    if (ss == NULL || idx >= ss->cnt)
+        return;
+    bridge_free(ss->b[idx]);
+    ss->b[idx] = NULL;
 }
 
 /* ---- HTTP ---- */

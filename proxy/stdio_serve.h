@@ -28,4 +28,8 @@ void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req
  * the HTTP server is freed. */
 void mx_stdio_serve_free(struct mx_stdio_serve *ss);
 
+/* Upstream slot |idx| left the config (reload): end its sessions and
+ * process; accepts NULL. */
+void mx_stdio_serve_slot_gone(struct mx_stdio_serve *ss, size_t idx);
+
 #endif

@@ -16,7 +16,8 @@
 
 struct mx_trace {
     int fd;
-    const struct mx_config *cfg;
+    const struct mx_config **cfgs; /* every config generation still in use */
+    size_t cfg_cnt;
 };
 
 struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag)
@@ -28,12 +29,31 @@ struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, st
     }
     struct mx_trace *t = mx_xcalloc(1, sizeof(*t));
     t->fd = fd;
-    t->cfg = cfg;
+    mx_trace_add_config(t, cfg);
     return t;
 }
 
-/* The one place trace text is cleaned: every secret mcplex holds. */
-static void redact(const struct mx_config *cfg, char *p, size_t len)
+void mx_trace_add_config(struct mx_trace *t, const struct mx_config *cfg)
+{
+    if (t == NULL)
+        return;
+    t->cfgs = mx_xrealloc(t->cfgs, (t->cfg_cnt + 1) * sizeof(*t->cfgs));
+    t->cfgs[t->cfg_cnt++] = cfg;
+}
+
+void mx_trace_remove_config(struct mx_trace *t, const struct mx_config *cfg)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->cfg_cnt; i++) {
+        if (t->cfgs[i] == cfg) {
+            t->cfgs[i] = t->cfgs[--t->cfg_cnt];
+            return;
+        }
+    }
+}
+
+static void redact_one(const struct mx_config *cfg, char *p, size_t len)
 {
     for (size_t i = 0; i < cfg->server_cnt; i++) {
         if (cfg->servers[i].secret)
@@ -44,6 +64,14 @@ static void redact(const struct mx_config *cfg, char *p, size_t len)
     }
     if (cfg->listen.client_token)
         mx_secret_redact(cfg->listen.client_token, p, len);
+}
+
+/* The one place trace text is cleaned: every secret mcplex holds, in every
+ * config generation that is still in use. */
+static void redact(const struct mx_trace *t, char *p, size_t len)
+{
+    for (size_t i = 0; i < t->cfg_cnt; i++)
+        redact_one(t->cfgs[i], p, len);
 }
 
 void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const char *session,
@@ -63,7 +91,7 @@ void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const
     /* Redact the raw text too: JSON escaping could change how a secret
      * with unusual bytes looks in the final line. */
     char *raw = mx_xstrndup(msg.p, msg.len);
-    redact(t->cfg, raw, msg.len);
+    redact(t, raw, msg.len);
     json_t *m = json_loadb(raw, msg.len, JSON_DECODE_ANY, &err);
     if (m == NULL)
         m = json_stringn_nocheck(raw, msg.len);
@@ -75,7 +103,7 @@ void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const
     if (text == NULL)
         return;
     size_t len = strlen(text);
-    redact(t->cfg, text, len);
+    redact(t, text, len);
     text[len] = '\n';
     /* One write per line with O_APPEND keeps lines whole. */
     ssize_t w = write(t->fd, text, len + 1);
@@ -89,5 +117,6 @@ void mx_trace_close(struct mx_trace *t)
     if (t == NULL)
         return;
     close(t->fd);
+    free(t->cfgs);
     free(t);
 }

@@ -15,8 +15,13 @@
 struct mx_trace;
 
 /* Open |path| for appending (created 0600). |cfg| lends the secrets to
- * redact and must outlive the trace. Returns NULL with |diag| set. */
+ * redact and must outlive the trace (or be removed first). Returns NULL
+ * with |diag| set. */
 struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag);
+/* After a reload several config generations are in use at once: the trace
+ * redacts the secrets of each one it was given. Both accept a NULL trace. */
+void mx_trace_add_config(struct mx_trace *t, const struct mx_config *cfg);
+void mx_trace_remove_config(struct mx_trace *t, const struct mx_config *cfg);
 
 /*
  * Record one message. |dir| is "c2s" (client to server) or "s2c"; |server|

@@ -19,6 +19,12 @@ static void url_host(const char *url, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)(end - p), p);
 }
 
+static char gone_name[] = "(removed)";
+const struct mx_server_cfg mx_upstream_gone_cfg = {
+    .name = gone_name,
+    .alias = gone_name,
+};
+
 void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg)
 {
     memset(u, 0, sizeof(*u));

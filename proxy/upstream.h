@@ -16,6 +16,7 @@
 #include "model.h"
 
 struct mx_metrics;
+struct mx_cfg_gen;
 
 enum mx_upstream_state {
     MX_UPSTREAM_UNKNOWN = 0, /* not contacted since start: a paused sandbox stays paused */
@@ -35,8 +36,17 @@ enum mx_upstream_event {
 };
 
 struct mx_upstream {
-    const struct mx_server_cfg *cfg; /* borrowed from the config generation */
-    char host[256];                  /* URL host[:port] or the command name, for /health */
+    const struct mx_server_cfg *cfg; /* borrowed from the config generation it came with */
+    size_t idx;                      /* slot in the gateway; stable for its life */
+    /* Reload (reload.c): a removed or changed upstream is retired: hidden
+     * from new requests at once, freed once |refs| (requests holding it)
+     * drops to zero. */
+    bool retired;
+    bool retire_noted; /* still busy long after: logged once */
+    ev_tstamp retired_at;
+    size_t refs;
+    struct mx_cfg_gen *gen;
+    char host[256]; /* URL host[:port] or the command name, for /health */
     enum mx_upstream_state state;
     time_t since; /* wall clock of the last change */
     uint64_t requests;
@@ -57,9 +67,22 @@ struct mx_upstream {
     size_t metrics_slot;
 };
 
+/* What a slot whose upstream left points at: it has no url, no command and
+ * no secret, so nothing can reach a server through it. */
+extern const struct mx_server_cfg mx_upstream_gone_cfg;
+
 void mx_upstream_init(struct mx_upstream *u, const struct mx_server_cfg *cfg);
 /* Cancel what is still waiting (at shutdown); accepts an idle upstream. */
 void mx_upstream_clear(struct mx_upstream *u);
+/* A request starts or stops using |u| (forwarded requests, calls). */
+static inline void mx_upstream_hold(struct mx_upstream *u)
+{
+    u->refs++;
+}
+static inline void mx_upstream_release(struct mx_upstream *u)
+{
+    u->refs--;
+}
 const char *mx_upstream_state_name(enum mx_upstream_state s);
 /* Apply |ev| to the state machine (and counters). */
 void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev);

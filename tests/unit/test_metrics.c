@@ -326,7 +326,8 @@ static void test_metrics_upstream_state_gauge(void **state)
     mx_upstream_init(&ups[0], &cfg[0]);
     mx_upstream_init(&ups[1], &cfg[1]);
     mx_upstream_note(&ups[1], MX_UPSTREAM_EV_AUTH_REFUSED);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, ups, 2};
+    struct mx_upstream *slots[2] = {&ups[0], &ups[1]};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, slots, 2};
     char *t = render(NULL, &g);
     static const char *const states[] = {"unknown", "up", "waking", "down", "auth-failed"};
     for (size_t i = 0; i < 2; i++) {

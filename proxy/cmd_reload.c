@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `mcplex reload`: make a running gateway re-read its config and vault, and
+ * say whether it took the new config. The gateway is found the way `mcplex
+ * status` finds it (the config's [listen], or --url); its /health names its
+ * process, which gets SIGHUP; then /health is asked again until the reload
+ * counters move. The gateway reloads the file it was started with: -c only
+ * says where to find it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cmd.h"
+#include "model.h"
+
+#define RELOAD_WAIT_MS 30000 /* secrets from `cmd:` sources may take a while */
+#define POLL_MS        100
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mcplex reload [-c FILE | --url URL [--cacert FILE]]\n"
+               "\n"
+               "Makes the running gateway re-read its config file and vault (as SIGHUP\n"
+               "does) and waits for the outcome: unchanged upstreams keep their sessions,\n"
+               "new ones join, removed ones leave once their requests end. A config with\n"
+               "an error is refused with its file:line:col and the old one keeps serving.\n"
+               "  -c FILE        config whose [listen] names the gateway (as `status`)\n"
+               "  --url URL      the gateway's base URL instead\n"
+               "  --cacert FILE  CA for an https --url\n");
+}
+
+static json_int_t counter(const json_t *health, const char *name)
+{
+    return json_integer_value(json_object_get(json_object_get(health, "reload"), name));
+}
+
+/* Whether |pid| is an mcplex process of this user: never signal another. */
+static bool is_mcplex(pid_t pid)
+{
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool ok = fgets(comm, sizeof(comm), f) != NULL;
+    fclose(f);
+    comm[strcspn(comm, "\n")] = '\0';
+    /* the build names it mcplex; a package may too: accept mcplex* */
+    return ok && strncmp(comm, "mcplex", 6) == 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* With -c, the file is read here first: an error is shown before anything
+ * is sent (the gateway would refuse it the same way). */
+static int precheck(const char *cfg_arg)
+{
+    struct mx_diag diag = {0};
+    struct mx_config *cfg = NULL;
+    char msg[1024];
+    char *path = mx_config_find(cfg_arg);
+    int rc = mx_config_load(path, &cfg, &diag);
+    free(path);
+    mx_config_free(cfg);
+    if (rc == 0)
+        return 0;
+    fprintf(stderr, "mcplex: %s\nmcplex: reload refused: the running gateway keeps its config\n",
+            mx_diag_format(&diag, msg, sizeof(msg)));
+    return 1;
+}
+
+static int reload(const char *cfg_arg, const char *url_arg, const char *ca_arg)
+{
+    if (url_arg == NULL && precheck(cfg_arg) != 0)
+        return 1;
+    json_t *h = mx_status_fetch(cfg_arg, url_arg, ca_arg);
+    if (h == NULL)
+        return 1;
+    json_t *jpid = json_object_get(h, "pid");
+    json_int_t ok0 = counter(h, "ok"), failed0 = counter(h, "failed");
+    json_int_t pid_val = json_is_integer(jpid) ? json_integer_value(jpid) : 0;
+    json_decref(h);
+    if (pid_val <= 1) {
+        fprintf(stderr, "mcplex: the gateway's /health does not name its process; it may be "
+                        "older than `mcplex reload`: send it SIGHUP\n");
+        return 1;
+    }
+    pid_t pid = (pid_t)pid_val;
+    if (!is_mcplex(pid)) {
+        fprintf(stderr,
+                "mcplex: process %ld is not an mcplex visible from here (another machine or "
+                "container?); send SIGHUP to the gateway there\n",
+                (long)pid);
+        return 1;
+    }
+    if (kill(pid, SIGHUP) != 0) {
+        fprintf(stderr, "mcplex: cannot signal process %ld: %s\n", (long)pid, strerror(errno));
+        return 1;
+    }
+    for (long waited = 0; waited < RELOAD_WAIT_MS; waited += POLL_MS) {
+        sleep_ms(POLL_MS);
+        h = mx_status_fetch(cfg_arg, url_arg, ca_arg);
+        if (h == NULL)
+            return 1;
+        json_int_t ok = counter(h, "ok"), failed = counter(h, "failed");
+        const char *err = json_string_value(json_object_get(json_object_get(h, "reload"), "error"));
+        int rc = -1;
+        if (failed != failed0) {
+            fprintf(stderr, "mcplex: reload refused, the running config keeps serving: %s\n",
+                    err ? err : "(no reason given)");
+            rc = 1;
+        } else if (ok != ok0) {
+            size_t n = json_array_size(json_object_get(h, "upstreams"));
+            printf("reloaded: %zu upstream%s configured\n", n, n == 1 ? "" : "s");
+            rc = 0;
+        }
+        json_decref(h);
+        if (rc >= 0)
+            return rc;
+    }
+    fprintf(stderr, "mcplex: the gateway did not report a reload within %d s\n",
+            RELOAD_WAIT_MS / 1000);
+    return 1;
+}
+
+int mx_cmd_reload(int argc, char **argv)
+{
+    const char *cfg_arg = NULL, *url_arg = NULL, *ca_arg = NULL;
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"url", required_argument, NULL, 'u'},
+                                         {"cacert", required_argument, NULL, 'a'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            cfg_arg = optarg;
+            break;
+        case 'u':
+            url_arg = optarg;
+            break;
+        case 'a':
+            ca_arg = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc || (cfg_arg && url_arg) || (ca_arg && !url_arg)) {
+        usage(stderr);
+        return 2;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+        return 1;
+    }
+    int rc = reload(cfg_arg, url_arg, ca_arg);
+    curl_global_cleanup();
+    return rc;
+}
