@@ -162,7 +162,7 @@ commands=$("$bin" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ {
 for c in $commands; do
     grep -q "mcplex $c" "$tmp/man.plain" || fail "the man page does not cover 'mcplex $c'"
 done
-for c in serve status; do
+for c in serve status reload; do
     for opt in $("$bin" "$c" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
         grep -qF -- "$opt" "$tmp/man.plain" || fail "the man page lacks '$c $opt'"
     done
@@ -172,8 +172,8 @@ echo "covers: ${commands//$'\n'/ }"
 step "systemd user unit"
 unit=$root/usr/lib/systemd/user/mcplex.service
 grep -qx 'ExecStart=mcplex serve' "$unit" || fail "ExecStart is not 'mcplex serve'"
-# no reload in this version: the unit must not pretend it has one
-if grep -q '^ExecReload=' "$unit"; then fail "ExecReload without reload support"; fi
+# SIGHUP reloads (mcplex(1)): systemctl reload must send it
+grep -qx 'ExecReload=kill -HUP $MAINPID' "$unit" || fail "ExecReload does not send SIGHUP"
 grep -qx 'Restart=on-failure' "$unit" || fail "no Restart=on-failure"
 grep -qx 'WantedBy=default.target' "$unit" || fail "not wanted by default.target"
 if command -v systemd-analyze >/dev/null 2>&1; then
