@@ -416,6 +416,11 @@ static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
     rc |= family(b, "mcplex_guard_refusals_total", "counter",
                  "Requests refused for their Host, Origin or client token.");
     rc |= sample_u64(b, "mcplex_guard_refusals_total", NULL, g->refused);
+    struct labels ok = {{"result"}, {"ok"}}, failed = {{"result"}, {"failed"}};
+    rc |= family(b, "mcplex_config_reloads_total", "counter",
+                 "Config reloads (SIGHUP, mcplex reload) applied, and refused for an error.");
+    rc |= sample_u64(b, "mcplex_config_reloads_total", &ok, g->reloads_ok);
+    rc |= sample_u64(b, "mcplex_config_reloads_total", &failed, g->reloads_failed);
     if (g->sessions >= 0) {
         rc |= family(b, "mcplex_sessions", "gauge", "Open client sessions of /mcp.");
         rc |= sample_u64(b, "mcplex_sessions", NULL, (uint64_t)g->sessions);
@@ -551,6 +556,8 @@ void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req)
     g.sessions = -1;
     g.ups = gw->upstreams;
     g.up_cnt = gw->upstream_cnt;
+    g.reloads_ok = gw->reload.ok;
+    g.reloads_failed = gw->reload.failed;
     /* The aggregate exposes its session count only through its health
      * object; a scrape every few seconds can afford building it. */
     json_t *mh = mx_mcp_health(gw->mcp);

@@ -127,6 +127,8 @@ struct mx_metrics_gauges {
     long long sessions;             /* open /mcp client sessions; < 0: not known, left out */
     struct mx_upstream *const *ups; /* slots; retired ones are skipped */
     size_t up_cnt;
+    uint64_t reloads_ok; /* config reloads applied and refused */
+    uint64_t reloads_failed;
 };
 
 /*

@@ -1152,3 +1152,32 @@ int mx_it_teardown(void **state)
     test_passed = false;
     return 0;
 }
+
+json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_json)
+{
+    json_t *out = NULL;
+    int rc = mx_it_client(url, scenario, args_json, NULL, &out);
+    if (rc != 0 || out == NULL)
+        fail_msg("client %s %s: exit %d", scenario, args_json ? args_json : "", rc);
+    return out;
+}
+
+const char *mx_it_result_text(const json_t *out)
+{
+    const json_t *r = json_object_get(out, "result");
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+}
+
+bool mx_it_has_string(const json_t *arr, const char *s)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        const char *t = json_string_value(v);
+        if (t && strcmp(t, s) == 0)
+            return true;
+    }
+    return false;
+}

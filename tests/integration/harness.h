@@ -173,6 +173,14 @@ pid_t mx_it_start_mcplex_tls(const char *config_path, int port, const char *ca_f
 int mx_it_run(const char *name, const char *const *argv, const char *const *env, int timeout_ms,
               char **output);
 
+/* mx_it_client() without a bearer that fails the test unless it ran; the
+ * caller json_decref()s the output. */
+json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_json);
+/* The text of the first content item of a client run's tool result, or NULL. */
+const char *mx_it_result_text(const json_t *out);
+/* Whether the JSON array |arr| holds the string |s|. */
+bool mx_it_has_string(const json_t *arr, const char *s);
+
 /* "canary-<32 hex>" into |buf| (at least MX_IT_CANARY_SIZE bytes). */
 void mx_it_canary(char *buf, size_t cap);
 /*

@@ -153,43 +153,15 @@ static json_int_t health_reload(const struct world *w, const char *what)
     return n;
 }
 
-static json_t *client(const struct world *w, const char *scenario, const char *args)
-{
-    json_t *out = NULL;
-    int rc = mx_it_client(w->url, scenario, args, NULL, &out);
-    if (rc != 0 || out == NULL)
-        fail_msg("client %s %s: exit %d", scenario, args ? args : "", rc);
-    return out;
-}
-
-static const char *result_text(json_t *out)
-{
-    json_t *r = json_object_get(out, "result");
-    return json_string_value(
-        json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
-}
-
 static void assert_whoami(const struct world *w, const char *tool, const char *want)
 {
     char *args = mx_xasprintf("{\"name\":\"%s\",\"arguments\":{}}", tool);
-    json_t *out = client(w, "call", args);
-    const char *text = result_text(out);
+    json_t *out = mx_it_client_ok(w->url, "call", args);
+    const char *text = mx_it_result_text(out);
     if (text == NULL || strstr(text, want) == NULL)
         fail_msg("%s answered %s, expected %s", tool, text ? text : "(nothing)", want);
     json_decref(out);
     free(args);
-}
-
-static bool has_name(json_t *names, const char *name)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(names, i, v)
-    {
-        if (strcmp(json_string_value(v), name) == 0)
-            return true;
-    }
-    return false;
 }
 
 /* `mcplex reload -c cfg`; returns its exit status and output. */
@@ -276,12 +248,12 @@ static void assert_live_reload(struct world *w)
     assert_true(json_is_true(json_object_get(out, "notified")));
     json_t *before = json_object_get(json_object_get(out, "before"), "names");
     json_t *after = json_object_get(json_object_get(out, "after"), "names");
-    assert_true(has_name(before, "gone_echo"));
-    assert_false(has_name(before, "new_echo"));
-    assert_true(has_name(after, "keep_echo"));
-    assert_true(has_name(after, "chg_echo"));
-    assert_true(has_name(after, "new_echo"));
-    assert_false(has_name(after, "gone_echo"));
+    assert_true(mx_it_has_string(before, "gone_echo"));
+    assert_false(mx_it_has_string(before, "new_echo"));
+    assert_true(mx_it_has_string(after, "keep_echo"));
+    assert_true(mx_it_has_string(after, "chg_echo"));
+    assert_true(mx_it_has_string(after, "new_echo"));
+    assert_false(mx_it_has_string(after, "gone_echo"));
     json_decref(out);
 
     /* chg's names now reach the new sandbox; keep's session was kept */
@@ -373,6 +345,16 @@ static void assert_refused_reloads(struct world *w)
         sleep_ms(50);
     }
     assert_whoami(w, "chg_whoami", "sim-chg2");
+    /* and /metrics counts them */
+    char *murl = mx_xasprintf("http://127.0.0.1:%d/metrics", w->port);
+    long status = 0;
+    char *metrics = NULL;
+    assert_int_equal(mx_it_http("GET", murl, NULL, NULL, &status, &metrics), 0);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(metrics, "mcplex_config_reloads_total{result=\"ok\"} 2\n"));
+    assert_non_null(strstr(metrics, "mcplex_config_reloads_total{result=\"failed\"} 2\n"));
+    free(metrics);
+    free(murl);
     free(missing);
     free(bad_secret);
     free(broken);
