@@ -675,6 +675,68 @@ static void raw_initialize(struct raw *r)
     json_decref(m);
 }
 
+/*
+ * A client that sends |cnt| echo calls of |size| bytes each and does not read
+ * for |stall_ms|: mcplex stops taking input once its output backs up, so the
+ * writes stall too; then everything is read and every answer must be there.
+ * Returns the bytes written before reading began.
+ */
+static size_t raw_flood(struct raw *r, int cnt, size_t size, int stall_ms)
+{
+    size_t total = 0, sent = 0, line_len = size + 128;
+    char *all = mx_xmalloc((size_t)cnt * line_len);
+    char *msg = mx_xmalloc(size + 1);
+    memset(msg, 'm', size);
+    msg[size] = '\0';
+    for (int i = 0; i < cnt; i++)
+        total += (size_t)snprintf(all + total, line_len,
+                                  "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+                                  "\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":"
+                                  "\"%s\"}}}\n",
+                                  100 + i, msg);
+    assert_int_equal(fcntl(r->in, F_SETFL, O_NONBLOCK), 0);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t before_read = 0;
+    bool reading = false;
+    int answers = 0;
+    while (answers < cnt) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (!reading && ms >= stall_ms) {
+            reading = true;
+            before_read = sent;
+        }
+        if (ms > stall_ms + RAW_WAIT_MS)
+            fail_msg("%d of %d answers after %ld ms", answers, cnt, ms);
+        struct pollfd p[2] = {{sent < total ? r->in : -1, POLLOUT, 0},
+                              {reading ? r->out : -1, POLLIN, 0}};
+        if (poll(p, 2, 20) < 0)
+            continue;
+        if (p[0].revents & POLLOUT) {
+            ssize_t n = write(r->in, all + sent, total - sent);
+            if (n > 0)
+                sent += (size_t)n;
+        }
+        if (p[1].revents & (POLLIN | POLLHUP)) {
+            json_t *m = raw_next(r);
+            assert_non_null(m);
+            json_int_t id = json_integer_value(json_object_get(m, "id"));
+            json_t *c = json_object_get(json_object_get(m, "result"), "content");
+            const char *echoed = json_string_value(json_object_get(json_array_get(c, 0), "text"));
+            if (id < 100 || id >= 100 + cnt || echoed == NULL || strlen(echoed) != size)
+                fail_msg("answer %d: id %lld, %zu bytes", answers, (long long)id,
+                         echoed ? strlen(echoed) : 0);
+            json_decref(m);
+            answers++;
+        }
+    }
+    assert_int_equal(sent, total);
+    free(all);
+    free(msg);
+    return before_read;
+}
+
 static int raw_teardown(void **state)
 {
     if (raw_child && raw_child->pid > 0) {
@@ -739,6 +801,18 @@ static void test_stdio_front_raw(void **state)
             json_array_get(json_object_get(json_object_get(m, "result"), "content"), 0), "text")),
         "done after 3 steps"));
     json_decref(m);
+    assert_null(raw_next(&r));
+    st = raw_wait(&r);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+
+    /* a client that does not read: mcplex stops reading it, and loses nothing */
+    raw_start(&r, cfg_path, err_path);
+    raw_initialize(&r);
+    size_t before_read = raw_flood(&r, 40, 64 * 1024, 1000);
+    assert_true(before_read < 40 * 64 * 1024);
+    close(r.in);
+    r.in = -1;
     assert_null(raw_next(&r));
     st = raw_wait(&r);
     assert_true(WIFEXITED(st));
