@@ -109,6 +109,7 @@ struct mx_stdio_front {
     size_t posts;   /* client messages not answered yet */
     bool init_wait; /* initialize is being answered: the next messages wait */
     char sid[SID_MAX];
+    char version[32]; /* the protocol version initialize agreed on */
     bool get_opened;
     struct sreq *get;
 };
@@ -328,6 +329,17 @@ static void emit_refusal(struct sreq *sr)
     emit(sr->f, mx_buf_str(&sr->json));
 }
 
+/* MCP 2025-06-18, Streamable HTTP: later requests name the version. */
+static void note_version(struct mx_stdio_front *f, struct mx_str answer)
+{
+    json_t *j = mx_rpc_parse(answer);
+    const char *v =
+        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion"));
+    if (v && strlen(v) < sizeof(f->version))
+        snprintf(f->version, sizeof(f->version), "%s", v);
+    json_decref(j);
+}
+
 static void fe_end(struct mx_req *req)
 {
     struct sreq *sr = req->conn;
@@ -336,6 +348,8 @@ static void fe_end(struct mx_req *req)
             emit_refusal(sr);
             sr->answered = true;
         } else if (sr->answers) {
+            if (sr->is_init)
+                note_version(sr->f, mx_buf_str(&sr->json));
             emit(sr->f, mx_buf_str(&sr->json));
             sr->answered = true;
         } else if (sr->status >= 300 && sr->kind == SR_POST) {
@@ -394,6 +408,8 @@ static struct sreq *sreq_new(struct mx_stdio_front *f, enum sreq_kind kind, stru
     }
     if (f->sid[0])
         add_header(req, "Mcp-Session-Id", f->sid);
+    if (f->sid[0] && f->version[0])
+        add_header(req, "MCP-Protocol-Version", f->version);
     mx_req_finish_head(req);
     MX_ASSERT(mx_buf_append(&req->body, body.p, body.len) == 0);
     sr->next = f->reqs;
