@@ -113,7 +113,8 @@ static void on_request(struct mx_req *req, void *data)
     mx_gateway_error(req, 404, "not found");
 }
 
-struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, struct mx_diag *diag)
+static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cfg, bool bind,
+                                      struct mx_diag *diag)
 {
     struct mx_gateway *gw = mx_xcalloc(1, sizeof(*gw));
     struct mx_httpd_opts hopts;
@@ -162,7 +163,7 @@ struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, s
     hopts.header_timeout_s = (double)cfg->listen.header_timeout_ms / 1000.0;
     hopts.idle_timeout_s = (double)cfg->listen.idle_timeout_ms / 1000.0;
     gw->httpd = mx_httpd_new(loop, &hopts, on_request, gw);
-    if (mx_httpd_listen(gw->httpd, cfg->listen.address, &gw->port, err, sizeof(err))) {
+    if (bind && mx_httpd_listen(gw->httpd, cfg->listen.address, &gw->port, err, sizeof(err))) {
         mx_diag_set(diag, cfg->path, 0, 0, "[listen] %s", err);
         goto fail;
     }
@@ -171,6 +172,17 @@ fail:
     gw->gens->cfg = NULL; /* the caller still owns cfg on failure */
     mx_gateway_free(gw);
     return NULL;
+}
+
+struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg, struct mx_diag *diag)
+{
+    return gateway_new(loop, cfg, true, diag);
+}
+
+struct mx_gateway *mx_gateway_new_unbound(struct ev_loop *loop, struct mx_config *cfg,
+                                          struct mx_diag *diag)
+{
+    return gateway_new(loop, cfg, false, diag);
 }
 
 void mx_gateway_free(struct mx_gateway *gw)

@@ -71,6 +71,11 @@ struct mx_gateway {
  */
 struct mx_gateway *mx_gateway_new(struct ev_loop *loop, struct mx_config *cfg,
                                   struct mx_diag *diag);
+/* The same without a listener: no port is bound, nothing is accepted, and
+ * requests reach the endpoints only from within the process (`mcplex
+ * stdio`, stdio_front.h). */
+struct mx_gateway *mx_gateway_new_unbound(struct ev_loop *loop, struct mx_config *cfg,
+                                          struct mx_diag *diag);
 void mx_gateway_free(struct mx_gateway *gw);
 /* The live (not retired) upstream called |name|, or NULL. */
 struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str name);

@@ -12,6 +12,7 @@ static const struct mx_cmd cmds[] = {
     {"certs", "make or show the local CA and localhost certificate", mx_cmd_certs},
     {"status", "show a running gateway's upstreams and listener", mx_cmd_status},
     {"reload", "make a running gateway re-read its config and vault", mx_cmd_reload},
+    {"stdio", "serve the aggregate to one client on stdin/stdout", mx_cmd_stdio},
 };
 
 static void usage(FILE *f)

@@ -260,6 +260,36 @@ void mx_it_canary(char *buf, size_t cap)
     mx_rand_hex(buf + sizeof(prefix) - 1, 33);
 }
 
+void mx_it_wait_file(const char *path, int timeout_ms)
+{
+    for (int waited = 0; access(path, F_OK) != 0; waited += POLL_MS) {
+        if (waited > timeout_ms)
+            fail_msg("%s did not appear within %d ms", path, timeout_ms);
+        sleep_ms(POLL_MS);
+    }
+}
+
+bool mx_it_json_has(const json_t *strings, const char *s)
+{
+    for (size_t i = 0; i < json_array_size(strings); i++) {
+        const char *v = json_string_value(json_array_get(strings, i));
+        if (v && strcmp(v, s) == 0)
+            return true;
+    }
+    return false;
+}
+
+void mx_it_assert_sorted_unique(const json_t *names)
+{
+    for (size_t i = 1; i < json_array_size(names); i++) {
+        const char *a = json_string_value(json_array_get(names, i - 1));
+        const char *b = json_string_value(json_array_get(names, i));
+        if (a == NULL || b == NULL || strcmp(a, b) >= 0)
+            fail_msg("names %zu and %zu are not in order: %s, %s", i - 1, i, a ? a : "(none)",
+                     b ? b : "(none)");
+    }
+}
+
 void mx_it_strv_free(char **v)
 {
     if (v == NULL)

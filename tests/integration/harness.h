@@ -193,6 +193,14 @@ void mx_it_canary(char *buf, size_t cap);
 int mx_it_scan_for(const char *const *paths, const char *needle, char ***hits);
 void mx_it_strv_free(char **v);
 
+/* Wait up to |timeout_ms| for |path| to exist; fail the test after that. */
+void mx_it_wait_file(const char *path, int timeout_ms);
+/* Whether the JSON array |strings| holds the string |s|. */
+bool mx_it_json_has(const json_t *strings, const char *s);
+/* Fail unless the JSON array of strings |names| is in strictly ascending
+ * byte order (sorted, no name twice). */
+void mx_it_assert_sorted_unique(const json_t *names);
+
 /* Write |len| bytes (0600, replacing the file). Returns 0 or MX_EIO. */
 int mx_it_write_file(const char *path, const char *data, size_t len);
 /* Read a whole file (at most 64 MiB) with a NUL after it; caller frees.

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
 // Test driver around the official MCP TypeScript SDK client (Client +
-// StreamableHTTPClientTransport), so integration tests talk to mcplex and to
-// the fixtures the way a real client does.
+// StreamableHTTPClientTransport, or StdioClientTransport), so integration
+// tests talk to mcplex and to the fixtures the way a real client does.
 //
 //   node client.mjs <url> <scenario> [json-args]
+//   MX_CLIENT_STDIO='["mcplex","stdio","-c","f.toml"]' node client.mjs stdio <scenario> [json-args]
 //
 // Scenarios and their json-args:
 //   smoke     {"message": "hi"}                 initialize, tools/list, call echo
@@ -18,9 +19,11 @@
 //   sampling  {"name", "arguments", "reply": "text"} declare the sampling
 //             capability, answer every sampling/createMessage with |reply|,
 //             call the tool; the requests received are reported
-//   list-changed {"ready_file", "wait_ms": 20000, "kind": "tools"}
-//             list, write |ready_file|, wait for the kind's list_changed,
-//             list again
+//   list-changed {"ready_file", "wait_ms": 20000, "kind": "tools",
+//                 "go_file", "trigger": {"name", "arguments"}}
+//             list, write |ready_file|, wait for |go_file| to exist (if
+//             given), call the |trigger| tool (if given), wait for the
+//             kind's list_changed, list again
 //   same-ids  {"calls": [{"name","arguments"}, ...]} raw HTTP: one session per
 //             call, all sending tools/call with id 1 and progress token "tok"
 //             at once; each session's messages are reported
@@ -33,6 +36,14 @@
 // Environment:
 //   MX_CLIENT_HEADERS     JSON object of extra request headers (e.g. Authorization)
 //   MX_CLIENT_TIMEOUT_MS  bound on the whole run (default 30000)
+//   MX_CLIENT_STDIO       JSON array: launch this command and speak MCP over its
+//                         stdin/stdout (StdioClientTransport) instead of <url>; the
+//                         SDK scenarios only. The result then has "stdio": its pid
+//                         and how it exited after the client closed its stdin
+//                         ("exit_after_eof_ms"; the SDK sends SIGTERM after 2 s).
+//   MX_CLIENT_STDIO_LOG   with MX_CLIENT_STDIO: path prefix; the command's raw
+//                         stdout is appended to <prefix>.stdout, its stderr to
+//                         <prefix>.stderr, and its pid written to <prefix>.pid
 //
 // Prints exactly one JSON object on stdout. Exit status: 0 when the scenario
 // ran, whatever the server answered (errors are in the JSON, for the caller to
@@ -40,6 +51,7 @@
 // Header values are never printed.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     CallToolResultSchema,
@@ -48,7 +60,7 @@ import {
     ResourceListChangedNotificationSchema,
     ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, openSync, writeFileSync } from 'node:fs';
 
 const EXIT_OK = 0;
 const EXIT_CRASH = 1;
@@ -237,13 +249,53 @@ async function many(url, args, timeoutMs) {
     out.ok = true;
 }
 
+// The server as a command on stdio. The SDK reads its stdout; a second
+// listener keeps the raw bytes, so the caller can check that nothing but
+// JSON-RPC lines came out.
+function stdioTransport(argv, info) {
+    const prefix = process.env.MX_CLIENT_STDIO_LOG;
+    const transport = new StdioClientTransport({
+        command: argv[0],
+        args: argv.slice(1),
+        env: { ...process.env },
+        stderr: prefix ? openSync(`${prefix}.stderr`, 'a') : 'inherit',
+    });
+    const start = transport.start.bind(transport);
+    transport.start = async () => {
+        await start();
+        // The child is private to the SDK; the raw stream is only reachable there.
+        const child = transport._process;
+        info.pid = child.pid;
+        child.once('exit', (code, signal) => {
+            info.exit = { code, signal, t_ms: ms() };
+        });
+        if (prefix) {
+            child.stdout.on('data', (chunk) => appendFileSync(`${prefix}.stdout`, chunk));
+            writeFileSync(`${prefix}.pid`, `${child.pid}\n`);
+        }
+    };
+    return transport;
+}
+
+async function waitFile(path, waitMs) {
+    const until = performance.now() + waitMs;
+    while (!existsSync(path)) {
+        if (performance.now() > until)
+            return false;
+        await new Promise((r) => setTimeout(r, 50));
+    }
+    return true;
+}
+
 async function run(url, scenario, args, timeoutMs) {
     if (scenario === 'same-ids')
         return sameIds(url, args);
     if (scenario === 'many')
         return many(url, args, timeoutMs);
     const headers = parseJsonEnv('MX_CLIENT_HEADERS', {});
-    const transport = new StreamableHTTPClientTransport(new URL(url), {
+    const stdioArgv = parseJsonEnv('MX_CLIENT_STDIO', null);
+    const stdio = stdioArgv ? {} : null;
+    const transport = stdioArgv ? stdioTransport(stdioArgv, stdio) : new StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers },
         // One attempt: a test wants to see the failure, not the retries.
         reconnectionOptions: {
@@ -388,6 +440,12 @@ async function run(url, scenario, args, timeoutMs) {
             writeFileSync(args.ready_file, 'ready\n');
         const waitStart = performance.now();
         const waitMs = args.wait_ms ?? 20000;
+        if (args.go_file)
+            out.go = await waitFile(args.go_file, waitMs);
+        if (args.trigger)
+            await step('trigger', () =>
+                client.callTool({ name: args.trigger.name, arguments: args.trigger.arguments ?? {} },
+                                CallToolResultSchema, reqOpts));
         out.notified = await Promise.race([
             changeSeen.then(() => true),
             new Promise((r) => setTimeout(() => r(false), waitMs)),
@@ -407,10 +465,22 @@ async function run(url, scenario, args, timeoutMs) {
             return { done: true };
         });
     out.ok = true;
+    // On stdio the SDK ends the command's stdin first, then waits up to 2 s
+    // before it sends SIGTERM.
+    const closeStart = ms();
     try {
         await client.close();
     } catch {
         // The result is already recorded; a failing close changes nothing.
+    }
+    if (stdio) {
+        if (stdio.exit === undefined)
+            await new Promise((r) => setTimeout(r, 100));
+        out.stdio = {
+            pid: stdio.pid ?? null,
+            exit: stdio.exit ? { code: stdio.exit.code, signal: stdio.exit.signal } : null,
+            exit_after_eof_ms: stdio.exit ? round(stdio.exit.t_ms - closeStart) : null,
+        };
     }
 }
 
@@ -435,6 +505,16 @@ function main() {
     }
     if (args === null || typeof args !== 'object')
         return usage('json-args must be an object');
+    if (process.env.MX_CLIENT_STDIO && ['same-ids', 'many'].includes(scenario))
+        return usage(`scenario ${scenario} speaks HTTP only, not MX_CLIENT_STDIO`);
+    try {
+        const argv = parseJsonEnv('MX_CLIENT_STDIO', null);
+        if (argv !== null && (!Array.isArray(argv) || argv.length === 0 ||
+                              !argv.every((a) => typeof a === 'string')))
+            return usage('MX_CLIENT_STDIO must be a JSON array of strings');
+    } catch (e) {
+        return usage(`bad MX_CLIENT_STDIO: ${e.message}`);
+    }
     if (['call', 'progress', 'cancel', 'sampling', 'prompt'].includes(scenario) &&
         typeof args.name !== 'string')
         return usage(`scenario ${scenario} needs {"name": "<tool>"}`);
