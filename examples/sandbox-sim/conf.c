@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The conformance catalogue: tools, prompts, resources, a resource template,
+ * completion, logging levels and resource subscriptions under the names the
+ * conformance suite's server scenarios call, with the answers their
+ * descriptions ask for. Pure; sessions and streams belong to server.c and
+ * stream.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "conf.h"
+#include "mcp.h"
+
+/* A 1x1 red PNG and a short 8 kHz silent WAV, both made for this file. */
+#define PNG_B64                                                                                    \
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+#define WAV_B64 "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="
+
+/* Gap between the messages of a talking tool (the scenarios ask for ~50 ms). */
+#define STEP_MS 50
+
+enum tool {
+    T_SIMPLE_TEXT = 0,
+    T_IMAGE,
+    T_AUDIO,
+    T_EMBEDDED,
+    T_MIXED,
+    T_LOGGING,
+    T_ERROR,
+    T_PROGRESS,
+    T_SAMPLING,
+    T_ELICITATION,
+    T_ELICIT_DEFAULTS,
+    T_ELICIT_ENUMS,
+    T_CNT
+};
+
+struct tool_def {
+    const char *name;
+    const char *description;
+    const char *arg; /* the one required string argument, or NULL */
+};
+
+static const struct tool_def conf_tools[T_CNT] = {
+    [T_SIMPLE_TEXT] = {"test_simple_text", "Returns one text item.", NULL},
+    [T_IMAGE] = {"test_image_content", "Returns a 1x1 PNG image.", NULL},
+    [T_AUDIO] = {"test_audio_content", "Returns a short WAV clip.", NULL},
+    [T_EMBEDDED] = {"test_embedded_resource", "Returns an embedded text resource.", NULL},
+    [T_MIXED] = {"test_multiple_content_types", "Returns text, an image and a resource.", NULL},
+    [T_LOGGING] = {"test_tool_with_logging", "Sends three log messages while it runs.", NULL},
+    [T_ERROR] = {"test_error_handling", "Always fails with a tool error.", NULL},
+    [T_PROGRESS] = {"test_tool_with_progress", "Reports progress 0, 50 and 100 of 100.", NULL},
+    [T_SAMPLING] = {"test_sampling", "Asks the client's model to answer a prompt.", "prompt"},
+    [T_ELICITATION] = {"test_elicitation", "Asks the user for a username and an email.", "message"},
+    [T_ELICIT_DEFAULTS] = {"test_elicitation_sep1034_defaults",
+                           "Asks the user for fields that all have defaults.", NULL},
+    [T_ELICIT_ENUMS] = {"test_elicitation_sep1330_enums",
+                        "Asks the user to pick from the five kinds of enum.", NULL},
+};
+
+/* Resources; the bit of each in mx_sim_conf_sess.subs is its index. */
+enum res { R_TEXT = 0, R_BINARY, R_WATCHED, R_CNT };
+
+static const char *const res_uris[R_CNT] = {
+    [R_TEXT] = "test://static-text",
+    [R_BINARY] = "test://static-binary",
+    [R_WATCHED] = "test://watched-resource",
+};
+
+#define TEMPLATE        "test://template/{id}/data"
+#define TEMPLATE_PREFIX "test://template/"
+#define TEMPLATE_SUFFIX "/data"
+
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
+
+int mx_sim_conf_log_level(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(log_levels) / sizeof(log_levels[0]); i++) {
+        if (strcmp(name, log_levels[i]) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static json_t *text_item(const char *text)
+{
+    return json_pack("{s:s,s:s}", "type", "text", "text", text);
+}
+
+static json_t *image_item(void)
+{
+    return json_pack("{s:s,s:s,s:s}", "type", "image", "data", PNG_B64, "mimeType", "image/png");
+}
+
+static json_t *resource_item(const char *uri, const char *mime, const char *text)
+{
+    return json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "resource", "resource", "uri", uri,
+                     "mimeType", mime, "text", text);
+}
+
+static json_t *content(json_t *items)
+{
+    return json_pack("{s:o}", "content", items);
+}
+
+/* ---- lists ---- */
+
+static json_t *tool_schema(const struct tool_def *t)
+{
+    if (t->arg == NULL)
+        return json_pack("{s:s,s:{}}", "type", "object", "properties");
+    return json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
+                     "string", "required", t->arg);
+}
+
+static json_t *conf_tools_list(void)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < T_CNT; i++)
+        json_array_append_new(a, json_pack("{s:s,s:s,s:o}", "name", conf_tools[i].name,
+                                           "description", conf_tools[i].description, "inputSchema",
+                                           tool_schema(&conf_tools[i])));
+    return json_pack("{s:o}", "tools", a);
+}
+
+static json_t *arg_def(const char *name, const char *description)
+{
+    return json_pack("{s:s,s:s,s:b}", "name", name, "description", description, "required", 1);
+}
+
+static json_t *conf_prompts_list(void)
+{
+    return json_pack(
+        "{s:[{s:s,s:s},{s:s,s:s,s:[o,o]},{s:s,s:s,s:[o]},{s:s,s:s}]}", "prompts", "name",
+        "test_simple_prompt", "description", "A prompt without arguments.", "name",
+        "test_prompt_with_arguments", "description", "A prompt with two arguments.", "arguments",
+        arg_def("arg1", "First test argument"), arg_def("arg2", "Second test argument"), "name",
+        "test_prompt_with_embedded_resource", "description", "A prompt that embeds a resource.",
+        "arguments", arg_def("resourceUri", "URI of the resource to embed"), "name",
+        "test_prompt_with_image", "description", "A prompt with an image.");
+}
+
+static json_t *conf_resources_list(void)
+{
+    return json_pack("{s:[{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s}]}", "resources",
+                     "uri", res_uris[R_TEXT], "name", "static-text", "description",
+                     "A fixed text resource.", "mimeType", "text/plain", "uri", res_uris[R_BINARY],
+                     "name", "static-binary", "description", "A fixed PNG image.", "mimeType",
+                     "image/png", "uri", res_uris[R_WATCHED], "name", "watched-resource",
+                     "description", "A resource clients may subscribe to.", "mimeType",
+                     "text/plain");
+}
+
+static json_t *conf_templates_list(void)
+{
+    return json_pack("{s:[{s:s,s:s,s:s,s:s}]}", "resourceTemplates", "uriTemplate", TEMPLATE,
+                     "name", "template-data", "description", "JSON data for any id.", "mimeType",
+                     "application/json");
+}
+
+/* ---- tools ---- */
+
+static json_t *log_message(const char *text)
+{
+    return mx_sim_rpc_notification(
+        "notifications/message",
+        json_pack("{s:s,s:s,s:s}", "level", "info", "logger", "conformance", "data", text));
+}
+
+static json_t *progress_message(json_t *token, int progress)
+{
+    return mx_sim_rpc_notification(
+        "notifications/progress",
+        json_pack("{s:O,s:i,s:i}", "progressToken", token, "progress", progress, "total", 100));
+}
+
+static json_t *elicit_defaults_schema(void)
+{
+    return json_pack(
+        "{s:s,s:{s:{s:s,s:s},s:{s:s,s:i},s:{s:s,s:f},s:{s:s,s:[s,s,s],s:s},s:{s:s,s:b}}}", "type",
+        "object", "properties", "name", "type", "string", "default", "John Doe", "age", "type",
+        "integer", "default", 30, "score", "type", "number", "default", 95.5, "status", "type",
+        "string", "enum", "active", "inactive", "pending", "default", "active", "verified", "type",
+        "boolean", "default", 1);
+}
+
+static json_t *choice(const char *value, const char *title)
+{
+    return json_pack("{s:s,s:s}", "const", value, "title", title);
+}
+
+static json_t *elicit_enums_schema(void)
+{
+    json_t *props = json_object();
+    json_object_set_new(
+        props, "untitledSingle",
+        json_pack("{s:s,s:[s,s,s]}", "type", "string", "enum", "option1", "option2", "option3"));
+    json_object_set_new(
+        props, "titledSingle",
+        json_pack("{s:s,s:[o,o,o]}", "type", "string", "oneOf", choice("value1", "First Option"),
+                  choice("value2", "Second Option"), choice("value3", "Third Option")));
+    json_object_set_new(props, "legacyEnum",
+                        json_pack("{s:s,s:[s,s,s],s:[s,s,s]}", "type", "string", "enum", "opt1",
+                                  "opt2", "opt3", "enumNames", "Option One", "Option Two",
+                                  "Option Three"));
+    json_object_set_new(props, "untitledMulti",
+                        json_pack("{s:s,s:{s:s,s:[s,s,s]}}", "type", "array", "items", "type",
+                                  "string", "enum", "option1", "option2", "option3"));
+    json_object_set_new(props, "titledMulti",
+                        json_pack("{s:s,s:{s:[o,o,o]}}", "type", "array", "items", "anyOf",
+                                  choice("value1", "First Choice"),
+                                  choice("value2", "Second Choice"),
+                                  choice("value3", "Third Choice")));
+    return json_pack("{s:s,s:o}", "type", "object", "properties", props);
+}
+
+static json_t *elicit(const char *message, json_t *schema)
+{
+    return json_pack("{s:s,s:{s:s,s:o}}", "method", "elicitation/create", "params", "message",
+                     message, "requestedSchema", schema);
+}
+
+/* A tool that asks the client: refused when the client cannot answer. */
+static void ask(struct mx_sim_reply *out, bool capable, const char *cap, json_t *request)
+{
+    if (!capable) {
+        char msg[120];
+        json_decref(request);
+        snprintf(msg, sizeof(msg), "the client did not declare the %s capability", cap);
+        out->result = mx_sim_text_result(msg, true);
+        return;
+    }
+    out->script = MX_SIM_SCRIPT_ASK;
+    out->ask = request;
+}
+
+static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json_t *params,
+                     struct mx_sim_reply *out)
+{
+    const char *arg =
+        conf_tools[t].arg ? json_string_value(json_object_get(args, conf_tools[t].arg)) : NULL;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+
+    if (conf_tools[t].arg && arg == NULL) {
+        char msg[120];
+        snprintf(msg, sizeof(msg), "argument '%s' must be a string", conf_tools[t].arg);
+        out->result = mx_sim_text_result(msg, true);
+        return;
+    }
+    out->conf_tool = t;
+    switch ((enum tool)t) {
+    case T_SIMPLE_TEXT:
+        out->result = content(json_pack("[o]", text_item("This is a simple text response for "
+                                                         "testing.")));
+        return;
+    case T_IMAGE:
+        out->result = content(json_pack("[o]", image_item()));
+        return;
+    case T_AUDIO:
+        out->result = content(json_pack("[{s:s,s:s,s:s}]", "type", "audio", "data", WAV_B64,
+                                        "mimeType", "audio/wav"));
+        return;
+    case T_EMBEDDED:
+        out->result =
+            content(json_pack("[o]", resource_item("test://embedded-resource", "text/plain",
+                                                   "This is an embedded resource "
+                                                   "content.")));
+        return;
+    case T_MIXED:
+        out->result =
+            content(json_pack("[o,o,o]", text_item("Multiple content types test:"), image_item(),
+                              resource_item("test://mixed-content-resource", "application/json",
+                                            "{\"test\":\"data\",\"value\":123}")));
+        return;
+    case T_ERROR:
+        out->result =
+            mx_sim_text_result("This tool intentionally returns an error for testing", true);
+        return;
+    case T_LOGGING:
+        out->script = MX_SIM_SCRIPT_EVENTS;
+        out->interval_ms = STEP_MS;
+        out->events = json_array();
+        /* MCP 2025-11-25, Logging: only messages at or above the session's level. */
+        if (ctx->conf->log_level <= 1) {
+            json_array_append_new(out->events, log_message("Tool execution started"));
+            json_array_append_new(out->events, log_message("Tool processing data"));
+            json_array_append_new(out->events, log_message("Tool execution completed"));
+        }
+        out->result = content(json_pack("[o]", text_item("Tool with logging executed")));
+        return;
+    case T_PROGRESS:
+        out->script = MX_SIM_SCRIPT_EVENTS;
+        out->interval_ms = STEP_MS;
+        out->events = json_array();
+        /* MCP 2025-11-25, Progress: a token is a string or an integer. */
+        if (json_is_string(token) || json_is_integer(token)) {
+            for (int p = 0; p <= 100; p += 50)
+                json_array_append_new(out->events, progress_message(token, p));
+        }
+        out->result = content(json_pack("[o]", text_item("Tool with progress executed")));
+        return;
+    case T_SAMPLING:
+        ask(out, ctx->conf->sampling, "sampling",
+            json_pack("{s:s,s:{s:[{s:s,s:{s:s,s:s}}],s:i}}", "method", "sampling/createMessage",
+                      "params", "messages", "role", "user", "content", "type", "text", "text", arg,
+                      "maxTokens", 100));
+        return;
+    case T_ELICITATION:
+        ask(out, ctx->conf->elicitation, "elicitation",
+            elicit(arg, json_pack("{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}", "type", "object",
+                                  "properties", "username", "type", "string", "description",
+                                  "User's response", "email", "type", "string", "description",
+                                  "User's email address", "required", "username", "email")));
+        return;
+    case T_ELICIT_DEFAULTS:
+        ask(out, ctx->conf->elicitation, "elicitation",
+            elicit("Please review these values; each has a default.", elicit_defaults_schema()));
+        return;
+    case T_ELICIT_ENUMS:
+        ask(out, ctx->conf->elicitation, "elicitation",
+            elicit("Please pick from each list.", elicit_enums_schema()));
+        return;
+    case T_CNT:
+        break;
+    }
+}
+
+json_t *mx_sim_conf_answer(int tool, json_t *response)
+{
+    json_t *result = json_object_get(response, "result");
+    json_t *err = json_object_get(response, "error");
+    char *dump;
+    char *text;
+
+    if (result == NULL) {
+        const char *m = json_string_value(json_object_get(err, "message"));
+        text = mx_xasprintf("The client refused the request: %.200s", m ? m : "(no message)");
+        json_t *r = mx_sim_text_result(text, true);
+        free(text);
+        return r;
+    }
+    if (tool == T_SAMPLING) {
+        const char *said =
+            json_string_value(json_object_get(json_object_get(result, "content"), "text"));
+        text = mx_xasprintf("LLM response: %.1000s", said ? said : "(no text)");
+    } else {
+        const char *action = json_string_value(json_object_get(result, "action"));
+        json_t *c = json_object_get(result, "content");
+        dump = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        text = mx_xasprintf("%s: action=%.20s, content=%.1000s",
+                            tool == T_ELICITATION ? "User response" : "Elicitation completed",
+                            action ? action : "(none)", dump ? dump : "{}");
+        free(dump);
+    }
+    json_t *r = mx_sim_text_result(text, false);
+    free(text);
+    return r;
+}
+
+static void conf_tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params,
+                            struct mx_sim_reply *out)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    char msg[160];
+
+    if (name == NULL) {
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.name must be a string", NULL);
+        return;
+    }
+    if (args != NULL && !json_is_null(args) && !json_is_object(args)) {
+        out->result = mx_sim_text_result("arguments must be an object", true);
+        return;
+    }
+    for (int t = 0; t < T_CNT; t++) {
+        if (strcmp(name, conf_tools[t].name) == 0) {
+            run_tool(ctx, t, args, params, out);
+            return;
+        }
+    }
+    snprintf(msg, sizeof(msg), "Unknown tool: %.100s", name);
+    mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
+}
+
+/* ---- prompts ---- */
+
+static json_t *user_message(json_t *item)
+{
+    return json_pack("{s:s,s:o}", "role", "user", "content", item);
+}
+
+static void conf_prompts_get(json_t *params, struct mx_sim_reply *out)
+{
+    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *args = json_object_get(params, "arguments");
+    char msg[160];
+    char text[400];
+
+    if (name == NULL) {
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.name must be a string", NULL);
+        return;
+    }
+    if (strcmp(name, "test_simple_prompt") == 0) {
+        out->result = json_pack("{s:[o]}", "messages",
+                                user_message(text_item("This is a simple prompt for testing.")));
+        return;
+    }
+    if (strcmp(name, "test_prompt_with_arguments") == 0) {
+        const char *a1 = json_string_value(json_object_get(args, "arg1"));
+        const char *a2 = json_string_value(json_object_get(args, "arg2"));
+        if (a1 == NULL || a2 == NULL) {
+            mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "arguments arg1 and arg2 are required",
+                               NULL);
+            return;
+        }
+        snprintf(text, sizeof(text), "Prompt with arguments: arg1='%.150s', arg2='%.150s'", a1, a2);
+        out->result = json_pack("{s:[o]}", "messages", user_message(text_item(text)));
+        return;
+    }
+    if (strcmp(name, "test_prompt_with_embedded_resource") == 0) {
+        const char *uri = json_string_value(json_object_get(args, "resourceUri"));
+        if (uri == NULL) {
+            mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "argument resourceUri is required", NULL);
+            return;
+        }
+        out->result =
+            json_pack("{s:[o,o]}", "messages",
+                      user_message(resource_item(uri, "text/plain",
+                                                 "Embedded resource content for testing.")),
+                      user_message(text_item("Please process the embedded resource above.")));
+        return;
+    }
+    if (strcmp(name, "test_prompt_with_image") == 0) {
+        out->result = json_pack("{s:[o,o]}", "messages", user_message(image_item()),
+                                user_message(text_item("Please analyze the image above.")));
+        return;
+    }
+    snprintf(msg, sizeof(msg), "Unknown prompt: %.100s", name);
+    mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
+}
+
+/* ---- resources ---- */
+
+static int res_find(const char *uri)
+{
+    for (int i = 0; uri && i < R_CNT; i++) {
+        if (strcmp(uri, res_uris[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* The {id} of "test://template/{id}/data": 1-64 characters, no '/'. */
+static bool template_id(const char *uri, char *id, size_t cap)
+{
+    size_t pl = strlen(TEMPLATE_PREFIX), sl = strlen(TEMPLATE_SUFFIX), n;
+    if (uri == NULL || strncmp(uri, TEMPLATE_PREFIX, pl) != 0)
+        return false;
+    n = strlen(uri + pl);
+    if (n <= sl || n - sl > 64 || n - sl >= cap || strcmp(uri + pl + n - sl, TEMPLATE_SUFFIX) != 0)
+        return false;
+    memcpy(id, uri + pl, n - sl);
+    id[n - sl] = '\0';
+    return strchr(id, '/') == NULL;
+}
+
+static void not_found(struct mx_sim_reply *out, const char *uri)
+{
+    /* MCP 2025-11-25, Resources: -32002 for a resource that does not exist. */
+    mx_sim_reply_error(out, MX_SIM_RPC_NORES, "Resource not found", json_pack("{s:s}", "uri", uri));
+}
+
+static void conf_resources_read(json_t *params, struct mx_sim_reply *out)
+{
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    char id[80];
+
+    if (uri == NULL) {
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.uri must be a string", NULL);
+        return;
+    }
+    switch (res_find(uri)) {
+    case R_TEXT:
+        out->result =
+            json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType", "text/plain",
+                      "text", "This is the content of the static text resource.");
+        return;
+    case R_BINARY:
+        out->result = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType",
+                                "image/png", "blob", PNG_B64);
+        return;
+    case R_WATCHED:
+        out->result = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType",
+                                "text/plain", "text", "Watched resource content.");
+        return;
+    default:
+        break;
+    }
+    if (!template_id(uri, id, sizeof(id))) {
+        not_found(out, uri);
+        return;
+    }
+    json_t *doc =
+        json_pack("{s:s,s:b,s:s+}", "id", id, "templateTest", 1, "data", "Data for ID: ", id);
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    out->result = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType",
+                            "application/json", "text", text);
+    free(text);
+}
+
+static void subscribe(struct mx_sim_conf_sess *st, json_t *params, bool on,
+                      struct mx_sim_reply *out)
+{
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    int r = res_find(uri);
+    if (uri == NULL) {
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.uri must be a string", NULL);
+        return;
+    }
+    if (r < 0) {
+        not_found(out, uri);
+        return;
+    }
+    if (on) {
+        st->subs |= 1u << r;
+        st->subs_cnt++;
+    } else {
+        st->subs &= ~(1u << r);
+    }
+    out->result = json_object();
+}
+
+/* ---- completion and logging ---- */
+
+static bool str_is(json_t *v, const char *want)
+{
+    return json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+}
+
+static void complete(json_t *params, struct mx_sim_reply *out)
+{
+    static const char *const words[] = {"paris", "park", "party", "pasta", "hello", "world"};
+    json_t *ref = json_object_get(params, "ref");
+    const char *type = json_string_value(json_object_get(ref, "type"));
+    const char *arg =
+        json_string_value(json_object_get(json_object_get(params, "argument"), "name"));
+    const char *value =
+        json_string_value(json_object_get(json_object_get(params, "argument"), "value"));
+    json_t *values = json_array();
+
+    if (type == NULL || arg == NULL || value == NULL) {
+        json_decref(values);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS,
+                           "params.ref.type, argument.name and argument.value are required", NULL);
+        return;
+    }
+    if (strcmp(type, "ref/prompt") == 0 &&
+        str_is(json_object_get(ref, "name"), "test_prompt_with_arguments")) {
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+            if (strncmp(words[i], value, strlen(value)) == 0)
+                json_array_append_new(values, json_string(words[i]));
+        }
+    } else if (strcmp(type, "ref/resource") == 0 && str_is(json_object_get(ref, "uri"), TEMPLATE) &&
+               strcmp(arg, "id") == 0) {
+        for (int i = 1; i <= 3; i++) {
+            char id[8];
+            snprintf(id, sizeof(id), "%d", i * 100 + 23);
+            if (strncmp(id, value, strlen(value)) == 0)
+                json_array_append_new(values, json_string(id));
+        }
+    }
+    out->result = json_pack("{s:{s:O,s:I,s:b}}", "completion", "values", values, "total",
+                            (json_int_t)json_array_size(values), "hasMore", 0);
+    json_decref(values);
+}
+
+static void set_level(struct mx_sim_conf_sess *st, json_t *params, struct mx_sim_reply *out)
+{
+    int l = mx_sim_conf_log_level(json_string_value(json_object_get(params, "level")));
+    if (l < 0) {
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS,
+                           "params.level must be one of debug, info, notice, warning, error, "
+                           "critical, alert, emergency",
+                           NULL);
+        return;
+    }
+    st->log_level = l;
+    out->result = json_object();
+}
+
+static json_t *initialize(const struct mx_sim_mcp_ctx *ctx, json_t *params)
+{
+    json_t *caps = json_object_get(params, "capabilities");
+    ctx->conf->sampling = json_is_object(json_object_get(caps, "sampling"));
+    ctx->conf->elicitation = json_is_object(json_object_get(caps, "elicitation"));
+    ctx->conf->log_level = 1; /* info until the client says otherwise */
+    return json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b},s:{},s:{}},s:{s:s,s:s}}",
+                     "protocolVersion", ctx->revision, "capabilities", "tools", "listChanged", 0,
+                     "prompts", "listChanged", 0, "resources", "subscribe", 1, "listChanged", 0,
+                     "logging", "completions", "serverInfo", "name", ctx->name, "version",
+                     MX_VERSION);
+}
+
+bool mx_sim_conf_request(const struct mx_sim_mcp_ctx *ctx, const char *method, json_t *params,
+                         struct mx_sim_reply *out)
+{
+    if (strcmp(method, "initialize") == 0)
+        out->result = initialize(ctx, params);
+    else if (strcmp(method, "tools/list") == 0)
+        out->result = conf_tools_list();
+    else if (strcmp(method, "tools/call") == 0)
+        conf_tools_call(ctx, params, out);
+    else if (strcmp(method, "prompts/list") == 0)
+        out->result = conf_prompts_list();
+    else if (strcmp(method, "prompts/get") == 0)
+        conf_prompts_get(params, out);
+    else if (strcmp(method, "resources/list") == 0)
+        out->result = conf_resources_list();
+    else if (strcmp(method, "resources/templates/list") == 0)
+        out->result = conf_templates_list();
+    else if (strcmp(method, "resources/read") == 0)
+        conf_resources_read(params, out);
+    else if (strcmp(method, "resources/subscribe") == 0)
+        subscribe(ctx->conf, params, true, out);
+    else if (strcmp(method, "resources/unsubscribe") == 0)
+        subscribe(ctx->conf, params, false, out);
+    else if (strcmp(method, "completion/complete") == 0)
+        complete(params, out);
+    else if (strcmp(method, "logging/setLevel") == 0)
+        set_level(ctx->conf, params, out);
+    else
+        return false;
+    return true;
+}
