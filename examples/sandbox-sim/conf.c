@@ -35,6 +35,7 @@ enum tool {
     T_ELICITATION,
     T_ELICIT_DEFAULTS,
     T_ELICIT_ENUMS,
+    T_JSON_SCHEMA,
     T_CNT
 };
 
@@ -59,6 +60,8 @@ static const struct tool_def conf_tools[T_CNT] = {
                            "Asks the user for fields that all have defaults.", NULL},
     [T_ELICIT_ENUMS] = {"test_elicitation_sep1330_enums",
                         "Asks the user to pick from the five kinds of enum.", NULL},
+    [T_JSON_SCHEMA] = {"json_schema_2020_12_tool",
+                       "Takes arguments described with JSON Schema 2020-12 keywords.", NULL},
 };
 
 /* Resources; the bit of each in mx_sim_conf_sess.subs is its index. */
@@ -109,8 +112,30 @@ static json_t *content(json_t *items)
 
 /* ---- lists ---- */
 
+/* An input schema using the 2020-12 keywords SEP-1613 and SEP-2106 name:
+ * $schema, $defs with an $anchor, composition and conditionals. */
+static json_t *schema_2020_12(void)
+{
+    json_t *s = json_pack(
+        "{s:s,s:s,s:{s:{s:s,s:s,s:{s:{s:s},s:{s:s}},s:[s]}},s:{s:{s:s},s:{s:s},s:{s:s}},s:b}",
+        "$schema", "https://json-schema.org/draft/2020-12/schema", "type", "object", "$defs",
+        "address", "$anchor", "address", "type", "object", "properties", "street", "type", "string",
+        "city", "type", "string", "required", "city", "properties", "name", "type", "string",
+        "kind", "type", "string", "address", "$ref", "#/$defs/address", "additionalProperties", 0);
+    json_object_set_new(
+        s, "allOf",
+        json_pack("[{s:[{s:[s]},{s:[s]}]}]", "anyOf", "required", "name", "required", "address"));
+    json_object_set_new(s, "if",
+                        json_pack("{s:{s:{s:s}}}", "properties", "kind", "const", "company"));
+    json_object_set_new(s, "then", json_pack("{s:[s]}", "required", "address"));
+    json_object_set_new(s, "else", json_pack("{s:[s]}", "required", "name"));
+    return s;
+}
+
 static json_t *tool_schema(const struct tool_def *t)
 {
+    if (t == &conf_tools[T_JSON_SCHEMA])
+        return schema_2020_12();
     if (t->arg == NULL)
         return json_pack("{s:s,s:{}}", "type", "object", "properties");
     return json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
@@ -324,6 +349,14 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
         ask(out, ctx->conf->elicitation, "elicitation",
             elicit("Please pick from each list.", elicit_enums_schema()));
         return;
+    case T_JSON_SCHEMA: {
+        char *dump = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        char *text = mx_xasprintf("arguments: %.1000s", dump ? dump : "{}");
+        out->result = content(json_pack("[o]", text_item(text)));
+        free(dump);
+        free(text);
+        return;
+    }
     case T_CNT:
         break;
     }
