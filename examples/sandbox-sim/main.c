@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "alloc.h"
 #include "err.h"
@@ -236,6 +237,10 @@ int main(int argc, char **argv)
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
     sim.conformance = cli.conformance;
+    if (RAND_bytes(sim.state_key, (int)sizeof(sim.state_key)) != 1) {
+        fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");
+        return 1;
+    }
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

@@ -22,6 +22,10 @@
 #define MX_SIM_RPC_SERVER    -32000
 #define MX_SIM_RPC_NOSESSION -32001
 #define MX_SIM_RPC_NORES     -32002
+/* 2026-07-28 */
+#define MX_SIM_RPC_MISMATCH    -32020
+#define MX_SIM_RPC_NOCAP       -32021
+#define MX_SIM_RPC_UNSUPPORTED -32022
 
 /* Methods the sim counts by name; anything else counts as "other". */
 enum mx_sim_method {
@@ -82,10 +86,12 @@ struct mx_sim_reply {
     int64_t interval_ms;
     json_t *progress_token; /* owned, may be NULL */
     /* Conformance mode (conf.h): a scripted tool, played by stream.c. */
-    int script;     /* enum mx_sim_script */
-    int conf_tool;  /* which conformance tool, for mx_sim_conf_answer */
-    json_t *events; /* owned: messages to write, interval_ms apart */
-    json_t *ask;    /* owned: {method, params} of a request to the client */
+    int script;      /* enum mx_sim_script */
+    int changed;     /* enum mx_sim_changed bits: lists this call changed */
+    int http_status; /* 2026-07-28: the status an error needs (0: the default) */
+    int conf_tool;   /* which conformance tool, for mx_sim_conf_answer */
+    json_t *events;  /* owned: messages to write, interval_ms apart */
+    json_t *ask;     /* owned: {method, params} of a request to the client */
 };
 
 enum mx_sim_method mx_sim_method_find(const char *name);

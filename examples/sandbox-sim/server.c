@@ -260,8 +260,12 @@ static void post_mcp(struct mx_sim *sim, struct mx_req *req)
         json_decref(msg);
         return;
     }
-    /* Every revision the sim speaks uses sessions; revision checks are rev.c's. */
-    session_post(sim, req, msg);
+    /* The 2025 revisions use sessions (revision checks are rev.c's); in
+     * conformance mode the stateless 2026-07-28 revision is modern.c's. */
+    if (sim->conformance && mx_sim_modern_is(req, msg))
+        mx_sim_modern_post(sim, req, msg);
+    else
+        session_post(sim, req, msg);
     json_decref(msg);
 }
 

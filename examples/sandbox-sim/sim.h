@@ -131,6 +131,7 @@ struct mx_sim {
     /* --conformance: the conformance catalogue (conf.c), and Host and Origin
      * must name the loopback (MCP 2025-11-25, Streamable HTTP, Security). */
     bool conformance;
+    unsigned char state_key[MX_SIM_STATE_KEY_LEN]; /* signs requestState (2026-07-28) */
 };
 
 /* ---- server.c ---- */
@@ -199,11 +200,25 @@ void mx_sim_stream_script(struct mx_sim *sim, struct mx_req *req, json_t *id, co
 /* A client's |response| (borrowed) to a request a scripted call sent in
  * |session|: the call answers and ends. Returns true if one was waiting. */
 bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response);
+/* subscriptions/listen (2026-07-28): an SSE stream that starts with the
+ * acknowledgement of |mask| (enum mx_sim_changed bits) and then carries the
+ * list_changed notifications it opted in to, tagged with |id|. */
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask);
+/* Tell every listen stream that opted in to |mask| that those lists changed. */
+void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask);
 /* notifications/cancelled: end the stream of |request_id| in |session| without
  * a result (MCP 2025-06-18, Cancellation). Returns true if one was found. */
 bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id);
 /* Stop and free every stream (at exit). */
 void mx_sim_stream_clear(struct mx_sim *sim);
+
+/* ---- modern.c (2026-07-28, conformance mode) ---- */
+
+/* Whether |msg| on |req| takes the stateless path: its _meta names a
+ * version, or (without a session) its MCP-Protocol-Version is no 2025 one. */
+bool mx_sim_modern_is(const struct mx_req *req, json_t *msg);
+/* Validate and answer a stateless request (|msg| borrowed). */
+void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg);
 
 /* ---- control.c ---- */
 

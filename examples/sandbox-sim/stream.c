@@ -46,6 +46,8 @@ struct mx_sim_call {
     size_t next_event;
     json_t *result;  /* the tool result after the events */
     char ask_id[32]; /* id of the request sent to the client; "" when none */
+    unsigned listen; /* a subscriptions/listen stream: enum mx_sim_changed bits */
+    bool listening;
 };
 
 static void unref(struct mx_sim_call *c)
@@ -310,6 +312,57 @@ bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *respo
         return true;
     }
     return false;
+}
+
+static json_t *tagged(json_t *id)
+{
+    return json_pack("{s:{s:O}}", "_meta", "io.modelcontextprotocol/subscriptionId", id);
+}
+
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask)
+{
+    struct mx_sim_call *c = call_open(sim, req, id, "", "subscriptions/listen (sse)");
+    json_t *params = tagged(id);
+    json_t *honored = json_object();
+
+    c->listen = mask;
+    c->listening = true;
+    if (mask & MX_SIM_CHANGED_TOOLS)
+        json_object_set_new(honored, "toolsListChanged", json_true());
+    if (mask & MX_SIM_CHANGED_PROMPTS)
+        json_object_set_new(honored, "promptsListChanged", json_true());
+    json_object_set_new(params, "notifications", honored);
+    /* 2026-07-28, Subscriptions: the acknowledgement comes first. */
+    if (c->req)
+        emit(c, mx_sim_rpc_notification("notifications/subscriptions/acknowledged", params));
+    else
+        json_decref(params);
+    unref(c);
+}
+
+void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask)
+{
+    struct mx_sim_call *c = sim->calls;
+    while (c) {
+        struct mx_sim_call *next = c->next;
+        if (c->listening && (c->listen & mask)) {
+            if (next)
+                next->refs++;
+            if (c->listen & mask & MX_SIM_CHANGED_TOOLS)
+                emit(c, mx_sim_rpc_notification("notifications/tools/list_changed", tagged(c->id)));
+            else
+                emit(c,
+                     mx_sim_rpc_notification("notifications/prompts/list_changed", tagged(c->id)));
+            if (next && !next->linked) {
+                /* emit() cannot end another call; stay safe anyway */
+                unref(next);
+                return;
+            }
+            if (next)
+                unref(next);
+        }
+        c = next;
+    }
 }
 
 bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id)

@@ -152,12 +152,18 @@ run_suite() {
     return 0
 }
 
-# verdicts SET SIDE: "scenario<TAB>pass|fail|skip" per scenario of one run.
+# verdicts SET SIDE: "scenario<TAB>pass|fail|skip" per scenario of one run; a
+# scenario the suite could not run (no checks.json) is a failure.
 verdicts() {
-    local f name
-    for f in "$work/$1-$2"/results/server-*/checks.json; do
-        [ -f "$f" ] || continue
-        name=$(basename "$(dirname "$f")" | sed -E 's/^server-//; s/-[0-9]{4}-[0-9]{2}-[0-9]{2}T.*$//')
+    local d f name
+    for d in "$work/$1-$2"/results/server-*/; do
+        [ -d "$d" ] || continue
+        f=$d/checks.json
+        name=$(basename "$d" | sed -E 's/^server-//; s/-[0-9]{4}-[0-9]{2}-[0-9]{2}T.*$//')
+        if [ ! -f "$f" ]; then
+            printf '%s\tfail\n' "$name"
+            continue
+        fi
         jq -r --arg n "$name" '
             ([.[] | select(.status == "FAILURE")] | length) as $f
             | ([.[] | select(.status == "SUCCESS")] | length) as $s

@@ -60,7 +60,8 @@ static void test_sim_conf_lists(void **state)
     init_session("{}");
     run("tools/list", NULL, &r);
     json_t *tools = json_object_get(r.result, "tools");
-    assert_int_equal(json_array_size(tools), T_CNT);
+    /* the 2025 catalogue: no 2026-only tool */
+    assert_int_equal(json_array_size(tools), T_JSON_SCHEMA + 1);
     for (size_t i = 0; i < json_array_size(tools); i++) {
         assert_non_null(str_at(json_array_get(tools, i), "name"));
         assert_non_null(str_at(json_array_get(tools, i), "description"));
@@ -254,6 +255,101 @@ static void test_sim_conf_prompts_and_completion(void **state)
     mx_sim_reply_clear(&r);
 }
 
+static const unsigned char key[MX_SIM_STATE_KEY_LEN] = {1, 2, 3};
+
+/* A stateless request's state: built from its _meta, here by hand. */
+static void modern_session(bool elicitation, bool sampling)
+{
+    memset(&sess, 0, sizeof(sess));
+    sess.modern = true;
+    sess.state_key = key;
+    sess.log_level = MX_SIM_LOG_NONE;
+    sess.elicitation = elicitation;
+    sess.sampling = sampling;
+}
+
+/* tools/call |tool| with |responses| (JSON or NULL) and |state| (or NULL). */
+static void call_irr(const char *tool, const char *responses, const char *state,
+                     struct mx_sim_reply *r)
+{
+    json_t *params = json_pack("{s:s}", "name", tool);
+    if (responses)
+        json_object_set_new(params, "inputResponses", json_loads(responses, 0, NULL));
+    if (state)
+        json_object_set_new(params, "requestState", json_string(state));
+    mx_sim_mcp_request(&ctx, "tools/call", params, r);
+    json_decref(params);
+}
+
+static void test_sim_conf_input_required(void **state)
+{
+    struct mx_sim_reply r;
+    char *st;
+    (void)state;
+    modern_session(true, true);
+    run("tools/list", NULL, &r);
+    /* 2026: the diagnostics and input-required tools, not the asking 2025 ones */
+    size_t n = json_array_size(json_object_get(r.result, "tools"));
+    assert_int_equal(n, T_CNT - 4);
+    mx_sim_reply_clear(&r);
+
+    call_irr("test_input_required_result_elicitation", NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    assert_string_equal(str_at(r.result, "inputRequests.user_name.method"), "elicitation/create");
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_elicitation",
+             "{\"user_name\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}},"
+             "\"extra\":{}}",
+             NULL, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "Hello, Ada!");
+    mx_sim_reply_clear(&r);
+    /* a wrong key: ask again, not an error */
+    call_irr("test_input_required_result_elicitation", "{\"wrong\":{}}", NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_elicitation", "[1]", NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+
+    /* three rounds, the state signed each time; a changed byte is refused */
+    call_irr("test_input_required_result_multi_round", NULL, NULL, &r);
+    st = mx_xstrdup(str_at(r.result, "requestState"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_multi_round",
+             "{\"step1\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}}}", st, &r);
+    assert_string_equal(str_at(r.result, "inputRequests.step2.method"), "elicitation/create");
+    free(st);
+    st = mx_xstrdup(str_at(r.result, "requestState"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_multi_round",
+             "{\"step2\":{\"action\":\"accept\",\"content\":{\"color\":\"blue\"}}}", st, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "Round 3: Ada likes blue");
+    mx_sim_reply_clear(&r);
+    st[strlen(st) - 1] = st[strlen(st) - 1] == '0' ? '1' : '0';
+    call_irr("test_input_required_result_multi_round",
+             "{\"step2\":{\"action\":\"accept\",\"content\":{\"color\":\"blue\"}}}", st, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    free(st);
+
+    /* only what the request's capabilities allow */
+    modern_session(false, true);
+    call_irr("test_input_required_result_capabilities", NULL, NULL, &r);
+    assert_null(json_object_get(json_object_get(r.result, "inputRequests"), "user_name"));
+    assert_non_null(json_object_get(json_object_get(r.result, "inputRequests"), "greeting"));
+    mx_sim_reply_clear(&r);
+    modern_session(true, false);
+    call_irr("test_missing_capability", NULL, NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NOCAP);
+    assert_int_equal(r.http_status, 400);
+    assert_non_null(
+        json_object_get(json_object_get(r.err_data, "requiredCapabilities"), "sampling"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_trigger_tool_change", NULL, NULL, &r);
+    assert_int_equal(r.changed, MX_SIM_CHANGED_TOOLS);
+    mx_sim_reply_clear(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_sim_conf_asks),
         cmocka_unit_test(test_sim_conf_resources),
         cmocka_unit_test(test_sim_conf_prompts_and_completion),
+        cmocka_unit_test(test_sim_conf_input_required),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
