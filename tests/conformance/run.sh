@@ -57,8 +57,9 @@ alpha_cli=$modules/conformance-next/dist/index.js
 baseline=$here/baseline.txt
 [ -x "$build/sandbox-sim" ] || die "no $build/sandbox-sim; build first"
 [ -x "$build/mcplex" ] || die "no $build/mcplex; build first"
-[ -x "$node_bin/node" ] && [ -f "$stable_cli" ] && [ -f "$alpha_cli" ] ||
+if [ ! -x "$node_bin/node" ] || [ ! -f "$stable_cli" ] || [ ! -f "$alpha_cli" ]; then
     die "node packages missing in $here; run .ci/setup (npm ci there)"
+fi
 command -v jq >/dev/null || die "jq not found; run .ci/setup"
 export PATH=$node_bin:$PATH
 node --version | grep -q '^v22\.' || die "expected Node 22 from $node_bin, got $(node --version)"
@@ -88,8 +89,8 @@ trap cleanup EXIT
 
 # wait_port FILE PID: the port a child wrote to FILE, within 15 s.
 wait_port() {
-    local i
-    for i in $(seq 1 150); do
+    local _
+    for _ in $(seq 1 150); do
         if [ -s "$1" ]; then
             cat "$1"
             return 0
@@ -167,8 +168,14 @@ verdicts() {
         jq -r --arg n "$name" '
             ([.[] | select(.status == "FAILURE")] | length) as $f
             | ([.[] | select(.status == "SUCCESS")] | length) as $s
-            | "\($n)\t\(if $f > 0 then "fail" elif $s > 0 then "pass" else "skip" end)"' "$f"
+            | "\($n)\t\(if $f > 0 then "fail" elif $s > 0 then "pass" else "skip" end)"' \
+            "$f" 2>/dev/null || printf '%s\tfail\n' "$name"
     done | sort -u
+}
+
+# verdict_of SCENARIO FILE: its verdict in FILE (fail if any run of it failed).
+verdict_of() {
+    awk -F'\t' -v n="$1" '$1 == n && r != "fail" { r = $2 } END { print r }' "$2"
 }
 
 # in_baseline SET SCENARIO SIDE: whether a baseline line excuses it.
@@ -194,8 +201,8 @@ for set in $sets; do
     verdicts "$set" mcplex >"$work/$set-mcplex.tsv"
     # Every scenario either side ran; a side that did not run it says "missing".
     cut -f1 "$work/$set-direct.tsv" "$work/$set-mcplex.tsv" | sort -u | while read -r sc; do
-        d=$(awk -F'\t' -v n="$sc" '$1 == n { print $2 }' "$work/$set-direct.tsv")
-        m=$(awk -F'\t' -v n="$sc" '$1 == n { print $2 }' "$work/$set-mcplex.tsv")
+        d=$(verdict_of "$sc" "$work/$set-direct.tsv")
+        m=$(verdict_of "$sc" "$work/$set-mcplex.tsv")
         printf '%s\t%s\t%s\t%s\n' "$set" "$sc" "${d:-missing}" "${m:-missing}"
     done >>"$report"
 done
