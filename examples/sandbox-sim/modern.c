@@ -257,7 +257,7 @@ void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
         .modern = true,
         .state_key = sim->state_key,
     };
-    struct mx_sim_mcp_ctx ctx = {sim->name, MODERN_VERSION, NULL, NULL, &st};
+    struct mx_sim_mcp_ctx ctx = {.name = sim->name, .revision = MODERN_VERSION, .conf = &st};
 
     if (strcmp(method, "subscriptions/listen") == 0) {
         mx_sim_stream_listen(sim, req, id, listen_filter(params));

@@ -16,7 +16,7 @@
 #include "../../examples/sandbox-sim/mcp.c"
 
 static struct mx_sim_conf_sess sess;
-static const struct mx_sim_mcp_ctx ctx = {"conf", "2025-11-25", NULL, NULL, &sess};
+static const struct mx_sim_mcp_ctx ctx = {.name = "conf", .revision = "2025-11-25", .conf = &sess};
 
 static void run(const char *method, const char *params_json, struct mx_sim_reply *r)
 {
