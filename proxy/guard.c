@@ -90,6 +90,26 @@ bool mx_guard_origin_allowed(const struct mx_guard_cfg *cfg, struct mx_str origi
     return false;
 }
 
+/*
+ * An Origin naming the very host and port the request was sent to belongs to
+ * a page mcplex itself would have served: a same-origin request, which the
+ * browser's own rules already allow (RFC 6454 §5). Only with a loopback Host,
+ * so a rebound name never qualifies.
+ */
+static bool same_origin(struct mx_str origin, struct mx_str host)
+{
+    static const struct mx_str schemes[] = {{"http://", 7}, {"https://", 8}};
+    if (!mx_guard_host_is_loopback(host))
+        return false;
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        struct mx_str sc = schemes[i];
+        if (origin.len == sc.len + host.len && mx_str_caseeq(mx_str_make(origin.p, sc.len), sc) &&
+            mx_str_caseeq(mx_str_make(origin.p + sc.len, host.len), host))
+            return true;
+    }
+    return false;
+}
+
 static bool host_allowed(const struct mx_guard_cfg *cfg, struct mx_str hp)
 {
     struct mx_str h;
@@ -115,7 +135,8 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struc
     /* RFC 9112 §3.2: an HTTP/1.1 request without Host is invalid anyway. */
     if (req->host == NULL || !host_allowed(cfg, *req->host))
         return MX_GUARD_BAD_HOST;
-    if (req->origin && !mx_guard_origin_allowed(cfg, *req->origin))
+    if (req->origin && !mx_guard_origin_allowed(cfg, *req->origin) &&
+        !same_origin(*req->origin, *req->host))
         return MX_GUARD_BAD_ORIGIN;
     if (cfg->client_token) {
         bool health = mx_str_eq(req->method, MX_STR_LIT("GET")) &&

@@ -30,7 +30,7 @@ struct mx_guard_req {
 enum mx_guard_verdict {
     MX_GUARD_OK = 0,
     MX_GUARD_BAD_HOST,   /* 403: Host is not loopback nor the configured name */
-    MX_GUARD_BAD_ORIGIN, /* 403: Origin present and not allowed */
+    MX_GUARD_BAD_ORIGIN, /* 403: Origin present, not allowed and not the Host's own */
     MX_GUARD_NO_TOKEN,   /* 403: client token required and missing or wrong */
 };
 

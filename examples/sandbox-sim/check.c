@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include "check.h"
+#include "guard.h"
 
 /* The next |sep|-separated item of |*rest|, trimmed; advances |*rest|. */
 static struct mx_str next_item(struct mx_str *rest, char sep)
@@ -82,6 +83,21 @@ bool mx_sim_cookie_ok(struct mx_str cookies, const char *name, const unsigned ch
             v = mx_str_make(v.p + 1, v.len - 2);
         if (mx_sim_secret_eq(v, want, want_len))
             return true;
+    }
+    return false;
+}
+
+bool mx_sim_host_origin_ok(const struct mx_str *host, const struct mx_str *origin)
+{
+    static const struct mx_str schemes[] = {{"http://", 7}, {"https://", 8}};
+    if (host == NULL || !mx_guard_host_is_loopback(*host))
+        return false;
+    if (origin == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        struct mx_str s = schemes[i];
+        if (origin->len > s.len && mx_str_caseeq(mx_str_make(origin->p, s.len), s))
+            return mx_guard_host_is_loopback(mx_str_make(origin->p + s.len, origin->len - s.len));
     }
     return false;
 }

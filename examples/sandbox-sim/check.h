@@ -30,4 +30,8 @@ bool mx_sim_bearer_ok(struct mx_str authz, const unsigned char *want, size_t wan
 bool mx_sim_cookie_ok(struct mx_str cookies, const char *name, const unsigned char *want,
                       size_t want_len);
 
+/* True if |host| (NULL: absent) names the loopback and |origin| (NULL:
+ * absent) is absent or an http(s) origin on the loopback. */
+bool mx_sim_host_origin_ok(const struct mx_str *host, const struct mx_str *origin);
+
 #endif

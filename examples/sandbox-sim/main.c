@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "alloc.h"
 #include "err.h"
@@ -32,6 +33,7 @@ struct cli {
     const char *cookie_env;
     const char *log_level;
     int64_t drop_after_events;
+    bool conformance;
 };
 
 static void usage(FILE *f)
@@ -57,6 +59,8 @@ static void usage(FILE *f)
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
+          "  --conformance            serve the fixture set of the MCP conformance suite\n"
+          "                           instead of the sim's own tools (see README)\n"
           "  --help                   this text\n",
           f);
 }
@@ -80,6 +84,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
             exit(0);
+        }
+        if (strcmp(arg, "--conformance") == 0) {
+            cli->conformance = true;
+            continue;
         }
         if (strncmp(arg, "--", 2) != 0) {
             fprintf(stderr, "sandbox-sim: unexpected argument '%s'\n", arg);
@@ -228,6 +236,11 @@ int main(int argc, char **argv)
     }
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
+    sim.conformance = cli.conformance;
+    if (RAND_bytes(sim.state_key, (int)sizeof(sim.state_key)) != 1) {
+        fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");
+        return 1;
+    }
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

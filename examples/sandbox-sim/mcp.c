@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "conf.h"
 #include "mcp.h"
 
 static const char *const method_names[MX_SIM_M_CNT] = {
@@ -97,11 +98,13 @@ void mx_sim_reply_clear(struct mx_sim_reply *r)
     json_decref(r->result);
     json_decref(r->err_data);
     json_decref(r->progress_token);
+    json_decref(r->events);
+    json_decref(r->ask);
     memset(r, 0, sizeof(*r));
     r->tool = -1;
 }
 
-static void set_error(struct mx_sim_reply *out, int code, const char *msg, json_t *data)
+void mx_sim_reply_error(struct mx_sim_reply *out, int code, const char *msg, json_t *data)
 {
     out->err_code = code;
     snprintf(out->err_msg, sizeof(out->err_msg), "%s", msg);
@@ -284,7 +287,7 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
     int t;
 
     if (name == NULL) {
-        set_error(out, MX_SIM_RPC_PARAMS, "params.name must be a string", NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.name must be a string", NULL);
         return;
     }
     for (t = 0; t < MX_SIM_T_CNT; t++) {
@@ -293,7 +296,7 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
     }
     if (t == MX_SIM_T_CNT) {
         snprintf(msg, sizeof(msg), "Unknown tool: %.100s", name);
-        set_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
         return;
     }
     out->tool = t;
@@ -347,11 +350,11 @@ static void prompts_get(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct
     if (name == NULL || strcmp(name, "greet") != 0) {
         char msg[160];
         snprintf(msg, sizeof(msg), "Unknown prompt: %.100s", name ? name : "(none)");
-        set_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, msg, NULL);
         return;
     }
     if (who == NULL) {
-        set_error(out, MX_SIM_RPC_PARAMS, "Missing required argument: name", NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "Missing required argument: name", NULL);
         return;
     }
     snprintf(text, sizeof(text), "Please greet %.200s warmly, on behalf of %.100s.", who,
@@ -369,7 +372,7 @@ static void resources_read(const struct mx_sim_mcp_ctx *ctx, json_t *params,
     const char *mime;
 
     if (uri == NULL) {
-        set_error(out, MX_SIM_RPC_PARAMS, "params.uri must be a string", NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.uri must be a string", NULL);
         return;
     }
     if (strcmp(uri, README_URI) == 0) {
@@ -385,11 +388,12 @@ static void resources_read(const struct mx_sim_mcp_ctx *ctx, json_t *params,
         json_decref(cfg);
     } else {
         /* MCP 2025-06-18, Resources: -32002 for a resource that does not exist. */
-        set_error(out, MX_SIM_RPC_NORES, "Resource not found", json_pack("{s:s}", "uri", uri));
+        mx_sim_reply_error(out, MX_SIM_RPC_NORES, "Resource not found",
+                           json_pack("{s:s}", "uri", uri));
         return;
     }
     if (text == NULL) {
-        set_error(out, MX_SIM_RPC_INTERNAL, "out of memory", NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_INTERNAL, "out of memory", NULL);
         return;
     }
     out->result =
@@ -414,9 +418,11 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
     memset(out, 0, sizeof(*out));
     out->tool = -1;
     if (params != NULL && !json_is_object(params)) {
-        set_error(out, MX_SIM_RPC_PARAMS, "params must be an object", NULL);
+        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params must be an object", NULL);
         return;
     }
+    if (ctx->conf && mx_sim_conf_request(ctx, method, params, out))
+        return;
     switch (mx_sim_method_find(method)) {
     case MX_SIM_M_INITIALIZE:
         out->result = initialize_result(ctx);
@@ -449,5 +455,5 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         break;
     }
     snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
-    set_error(out, MX_SIM_RPC_NOMETHOD, msg, NULL);
+    mx_sim_reply_error(out, MX_SIM_RPC_NOMETHOD, msg, NULL);
 }

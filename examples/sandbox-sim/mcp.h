@@ -22,6 +22,10 @@
 #define MX_SIM_RPC_SERVER    -32000
 #define MX_SIM_RPC_NOSESSION -32001
 #define MX_SIM_RPC_NORES     -32002
+/* 2026-07-28 */
+#define MX_SIM_RPC_MISMATCH    -32020
+#define MX_SIM_RPC_NOCAP       -32021
+#define MX_SIM_RPC_UNSUPPORTED -32022
 
 /* Methods the sim counts by name; anything else counts as "other". */
 enum mx_sim_method {
@@ -61,6 +65,8 @@ struct mx_sim_mcp_ctx {
     /* The sim://config document; a new reference, or NULL when unset. */
     json_t *(*config_json)(void *arg);
     void *config_arg;
+    /* Conformance mode: the session's state; NULL in the normal mode. */
+    struct mx_sim_conf_sess *conf;
 };
 
 /*
@@ -79,6 +85,13 @@ struct mx_sim_reply {
     int64_t steps;
     int64_t interval_ms;
     json_t *progress_token; /* owned, may be NULL */
+    /* Conformance mode (conf.h): a scripted tool, played by stream.c. */
+    int script;      /* enum mx_sim_script */
+    int changed;     /* enum mx_sim_changed bits: lists this call changed */
+    int http_status; /* 2026-07-28: the status an error needs (0: the default) */
+    int conf_tool;   /* which conformance tool, for mx_sim_conf_answer */
+    json_t *events;  /* owned: messages to write, interval_ms apart */
+    json_t *ask;     /* owned: {method, params} of a request to the client */
 };
 
 enum mx_sim_method mx_sim_method_find(const char *name);
@@ -94,6 +107,8 @@ const char *mx_sim_tool_name(enum mx_sim_tool t);
 void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, json_t *params,
                         struct mx_sim_reply *out);
 void mx_sim_reply_clear(struct mx_sim_reply *r);
+/* Make |out| a JSON-RPC error |code| with |msg| and |data| (stolen, may be NULL). */
+void mx_sim_reply_error(struct mx_sim_reply *out, int code, const char *msg, json_t *data);
 
 /* Tool result with one text item. */
 json_t *mx_sim_text_result(const char *text, bool is_error);

@@ -109,7 +109,11 @@ static void label(char *out, size_t cap, enum mx_sim_method m, int tool, const c
 static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_session *s,
                         bool new_session, const char *method, json_t *id, json_t *params)
 {
-    struct mx_sim_mcp_ctx ctx = {sim->name, s->revision, config_json, sim};
+    struct mx_sim_mcp_ctx ctx = {.name = sim->name,
+                                 .revision = s->revision,
+                                 .config_json = config_json,
+                                 .config_arg = sim,
+                                 .conf = sim->conformance ? &s->conf : NULL};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;
@@ -132,6 +136,11 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
     }
     if (r.deferred) {
         mx_sim_stream_start(sim, req, id, s->id, &r);
+        mx_sim_reply_clear(&r);
+        return;
+    }
+    if (r.script != MX_SIM_SCRIPT_NONE) {
+        mx_sim_stream_script(sim, req, id, s->id, &r);
         mx_sim_reply_clear(&r);
         return;
     }
@@ -216,6 +225,8 @@ static void session_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
         s->initialized = true;
     else if (m == MX_SIM_M_N_CANCELLED)
         mx_sim_stream_cancel(sim, s->id, json_object_get(params, "requestId"));
+    else if (m == MX_SIM_M_RESPONSE)
+        mx_sim_stream_answer(sim, s->id, msg);
     mx_sim_respond(sim, req, 202, NULL, 0, NULL, mx_sim_method_name(m));
 }
 
@@ -252,8 +263,12 @@ static void post_mcp(struct mx_sim *sim, struct mx_req *req)
         json_decref(msg);
         return;
     }
-    /* Every revision the sim speaks uses sessions; revision checks are rev.c's. */
-    session_post(sim, req, msg);
+    /* The 2025 revisions use sessions (revision checks are rev.c's); in
+     * conformance mode the stateless 2026-07-28 revision is modern.c's. */
+    if (sim->conformance && mx_sim_modern_is(req, msg))
+        mx_sim_modern_post(sim, req, msg);
+    else
+        session_post(sim, req, msg);
     json_decref(msg);
 }
 
@@ -325,6 +340,14 @@ static void on_request(struct mx_req *req, void *data)
                            json_pack("{s:s,s:s}", "error", "not_found", "message",
                                      "no such path; MCP is at /mcp"),
                            NULL);
+        return;
+    }
+    if (sim->conformance &&
+        !mx_sim_host_origin_ok(mx_req_header(req, "Host"), mx_req_header(req, "Origin"))) {
+        mx_sim_respond(sim, req, 403, NULL, 0,
+                       json_pack("{s:s,s:s}", "error", "forbidden", "message",
+                                 "Host and Origin must name the loopback"),
+                       "foreign host or origin");
         return;
     }
     switch (mx_sim_fault_gate(sim)) {

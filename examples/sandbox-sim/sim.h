@@ -22,6 +22,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "conf.h"
 #include "httpd.h"
 #include "mcp.h"
 #include "req.h"
@@ -89,7 +90,8 @@ struct mx_sim_session {
     struct mx_sim_session *next;
     char id[MX_SIM_SESSION_ID];
     char revision[16];
-    bool initialized; /* notifications/initialized seen */
+    bool initialized;             /* notifications/initialized seen */
+    struct mx_sim_conf_sess conf; /* conformance mode only */
 };
 
 struct mx_sim_held; /* fault.c */
@@ -124,6 +126,12 @@ struct mx_sim {
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;
     struct mx_sim_call *calls;
+    uint64_t asks; /* requests sent to clients, for their ids */
+
+    /* --conformance: the conformance catalogue (conf.c), and Host and Origin
+     * must name the loopback (MCP 2025-11-25, Streamable HTTP, Security). */
+    bool conformance;
+    unsigned char state_key[MX_SIM_STATE_KEY_LEN]; /* signs requestState (2026-07-28) */
 };
 
 /* ---- server.c ---- */
@@ -183,11 +191,34 @@ uint64_t mx_sim_rng_next(uint64_t *state);
  */
 void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
                          const struct mx_sim_reply *reply);
+/*
+ * Play the scripted conformance tool in |reply| (conf.h) on |req| as an SSE
+ * stream; takes over |req| and |reply|'s events and result.
+ */
+void mx_sim_stream_script(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                          struct mx_sim_reply *reply);
+/* A client's |response| (borrowed) to a request a scripted call sent in
+ * |session|: the call answers and ends. Returns true if one was waiting. */
+bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response);
+/* subscriptions/listen (2026-07-28): an SSE stream that starts with the
+ * acknowledgement of |mask| (enum mx_sim_changed bits) and then carries the
+ * list_changed notifications it opted in to, tagged with |id|. */
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask);
+/* Tell every listen stream that opted in to |mask| that those lists changed. */
+void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask);
 /* notifications/cancelled: end the stream of |request_id| in |session| without
  * a result (MCP 2025-06-18, Cancellation). Returns true if one was found. */
 bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id);
 /* Stop and free every stream (at exit). */
 void mx_sim_stream_clear(struct mx_sim *sim);
+
+/* ---- modern.c (2026-07-28, conformance mode) ---- */
+
+/* Whether |msg| on |req| takes the stateless path: its _meta names a
+ * version, or (without a session) its MCP-Protocol-Version is no 2025 one. */
+bool mx_sim_modern_is(const struct mx_req *req, json_t *msg);
+/* Validate and answer a stateless request (|msg| borrowed). */
+void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg);
 
 /* ---- control.c ---- */
 

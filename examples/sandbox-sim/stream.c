@@ -17,6 +17,7 @@
 #include "alloc.h"
 #include "err.h"
 #include "log.h"
+#include "conf.h"
 #include "sim.h"
 
 /* How long a dropped stream waits after its last event before the reset. */
@@ -38,6 +39,15 @@ struct mx_sim_call {
     int refs;
     bool linked;
     bool dropping; /* no more events; the reset is due */
+    /* Conformance scripts (conf.h); script 0 is the slow tool. */
+    int script;            /* enum mx_sim_script */
+    int conf_tool;         /* for mx_sim_conf_answer */
+    json_t *script_events; /* to write one per tick, then |result| */
+    size_t next_event;
+    json_t *result;  /* the tool result after the events */
+    char ask_id[32]; /* id of the request sent to the client; "" when none */
+    unsigned listen; /* a subscriptions/listen stream: enum mx_sim_changed bits */
+    bool listening;
 };
 
 static void unref(struct mx_sim_call *c)
@@ -46,6 +56,8 @@ static void unref(struct mx_sim_call *c)
         return;
     json_decref(c->id);
     json_decref(c->token);
+    json_decref(c->script_events);
+    json_decref(c->result);
     free(c);
 }
 
@@ -137,16 +149,22 @@ static bool emit(struct mx_sim_call *c, json_t *msg)
     return alive;
 }
 
-static void complete(struct mx_sim_call *c)
+/* Write the response carrying |result| (stolen) and end the stream. */
+static void complete(struct mx_sim_call *c, json_t *result)
 {
-    char text[64];
-    snprintf(text, sizeof(text), "done after %lld steps", (long long)c->steps);
-    if (!emit(c, mx_sim_rpc_result(c->id, mx_sim_text_result(text, false))))
+    if (!emit(c, mx_sim_rpc_result(c->id, result)))
         return;
     struct mx_req *req = c->req;
     finish(c);
     /* Last: ending may dispatch the next pipelined request on this connection. */
     mx_req_end(req);
+}
+
+static void complete_slow(struct mx_sim_call *c)
+{
+    char text[64];
+    snprintf(text, sizeof(text), "done after %lld steps", (long long)c->steps);
+    complete(c, mx_sim_text_result(text, false));
 }
 
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -165,7 +183,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             return;
     }
     if (c->step >= c->steps) {
-        complete(c);
+        complete_slow(c);
         return;
     }
     /* interval_ms 0: a timer without repeat fires once; re-arm it by hand. */
@@ -175,8 +193,13 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     }
 }
 
-void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
-                         const struct mx_sim_reply *reply)
+/*
+ * Link a new call answering |req| as an SSE stream and send the headers.
+ * Returns it with two references (the list's and the caller's, which the
+ * caller drops); c->req is NULL if the client is already gone.
+ */
+static struct mx_sim_call *call_open(struct mx_sim *sim, struct mx_req *req, json_t *id,
+                                     const char *session, const char *what)
 {
     static const struct mx_hdr_out hdrs[] = {
         {"Content-Type", "text/event-stream"},
@@ -184,42 +207,162 @@ void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, con
         {"X-Accel-Buffering", "no"},
     };
     struct mx_sim_call *c = mx_xcalloc(1, sizeof(*c));
-    double interval = (double)reply->interval_ms / 1000.0;
     int rc;
 
     c->sim = sim;
     c->req = req;
     c->id = json_incref(id);
-    c->token = json_incref(reply->progress_token);
+    c->drop_after = -1;
     snprintf(c->session, sizeof(c->session), "%s", session);
-    c->steps = reply->steps;
-    c->drop_after = sim->drop_after_events;
-    sim->drop_after_events = -1;
-    c->refs = 2; /* the list's, and ours until the end of this function */
+    c->refs = 2;
     c->linked = true;
     c->next = sim->calls;
     if (sim->calls)
         sim->calls->prev = c;
     sim->calls = c;
     mx_sim_fault_busy(sim, +1);
-    ev_timer_init(&c->timer, tick_cb, interval, interval);
+    ev_timer_init(&c->timer, tick_cb, 0.0, 0.0);
 
-    mx_sim_log_req(sim, req, 200,
-                   c->drop_after >= 0 ? "tools/call slow (sse, drop armed)"
-                                      : "tools/call slow (sse)");
+    mx_sim_log_req(sim, req, 200, what);
     mx_req_set_handler(req, NULL, on_abort, c);
     rc = mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
     if (c->req && rc)
         finish(c);
+    return c;
+}
+
+void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                         const struct mx_sim_reply *reply)
+{
+    double interval = (double)reply->interval_ms / 1000.0;
+    int64_t drop_after = sim->drop_after_events;
+    struct mx_sim_call *c;
+
+    sim->drop_after_events = -1;
+    c = call_open(sim, req, id, session,
+                  drop_after >= 0 ? "tools/call slow (sse, drop armed)" : "tools/call slow (sse)");
+    c->token = json_incref(reply->progress_token);
+    c->steps = reply->steps;
+    c->drop_after = drop_after;
+    ev_timer_set(&c->timer, interval, interval);
     if (c->req && c->drop_after == 0)
         schedule_drop(c);
     if (c->req && !c->dropping) {
         if (c->steps == 0)
-            complete(c);
+            complete_slow(c);
         else
             ev_timer_start(sim->loop, &c->timer);
     }
     unref(c);
+}
+
+/* A scripted call's tick: the next event, or the result after the last one. */
+static void script_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_sim_call *c = mx_container_of(w, struct mx_sim_call, timer);
+    (void)loop;
+    (void)revents;
+    if (c->next_event < json_array_size(c->script_events)) {
+        json_t *ev = json_array_get(c->script_events, c->next_event++);
+        emit(c, json_incref(ev));
+        return;
+    }
+    json_t *result = c->result;
+    c->result = NULL;
+    complete(c, result);
+}
+
+void mx_sim_stream_script(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                          struct mx_sim_reply *reply)
+{
+    struct mx_sim_call *c = call_open(sim, req, id, session, "tools/call (sse, scripted)");
+    double interval = (double)reply->interval_ms / 1000.0;
+
+    c->script = reply->script;
+    c->conf_tool = reply->conf_tool;
+    c->script_events = reply->events;
+    reply->events = NULL;
+    c->result = reply->result;
+    reply->result = NULL;
+    if (c->req && c->script == MX_SIM_SCRIPT_ASK) {
+        /* MCP 2025-11-25, Streamable HTTP: a server request on the response stream. */
+        snprintf(c->ask_id, sizeof(c->ask_id), "sim-ask-%llu", (unsigned long long)++sim->asks);
+        json_t *msg = json_pack("{s:s,s:s,s:O,s:O}", "jsonrpc", "2.0", "id", c->ask_id, "method",
+                                json_object_get(reply->ask, "method"), "params",
+                                json_object_get(reply->ask, "params"));
+        emit(c, msg);
+    } else if (c->req) {
+        ev_set_cb(&c->timer, script_tick_cb);
+        ev_timer_set(&c->timer, 0.0, interval);
+        ev_timer_start(sim->loop, &c->timer);
+    }
+    unref(c);
+}
+
+bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response)
+{
+    const char *id = json_string_value(json_object_get(response, "id"));
+    for (struct mx_sim_call *c = sim->calls; c && id; c = c->next) {
+        if (c->ask_id[0] == '\0' || strcmp(c->ask_id, id) != 0 || strcmp(c->session, session) != 0)
+            continue;
+        c->ask_id[0] = '\0';
+        c->refs++;
+        complete(c, mx_sim_conf_answer(c->conf_tool, response));
+        unref(c);
+        return true;
+    }
+    return false;
+}
+
+static json_t *tagged(json_t *id)
+{
+    return json_pack("{s:{s:O}}", "_meta", "io.modelcontextprotocol/subscriptionId", id);
+}
+
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask)
+{
+    struct mx_sim_call *c = call_open(sim, req, id, "", "subscriptions/listen (sse)");
+    json_t *params = tagged(id);
+    json_t *honored = json_object();
+
+    c->listen = mask;
+    c->listening = true;
+    if (mask & MX_SIM_CHANGED_TOOLS)
+        json_object_set_new(honored, "toolsListChanged", json_true());
+    if (mask & MX_SIM_CHANGED_PROMPTS)
+        json_object_set_new(honored, "promptsListChanged", json_true());
+    json_object_set_new(params, "notifications", honored);
+    /* 2026-07-28, Subscriptions: the acknowledgement comes first. */
+    if (c->req)
+        emit(c, mx_sim_rpc_notification("notifications/subscriptions/acknowledged", params));
+    else
+        json_decref(params);
+    unref(c);
+}
+
+void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask)
+{
+    struct mx_sim_call *c = sim->calls;
+    while (c) {
+        struct mx_sim_call *next = c->next;
+        if (c->listening && (c->listen & mask)) {
+            if (next)
+                next->refs++;
+            if (c->listen & mask & MX_SIM_CHANGED_TOOLS)
+                emit(c, mx_sim_rpc_notification("notifications/tools/list_changed", tagged(c->id)));
+            else
+                emit(c,
+                     mx_sim_rpc_notification("notifications/prompts/list_changed", tagged(c->id)));
+            if (next && !next->linked) {
+                /* emit() cannot end another call; stay safe anyway */
+                unref(next);
+                return;
+            }
+            if (next)
+                unref(next);
+        }
+        c = next;
+    }
 }
 
 bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id)

@@ -82,6 +82,23 @@ static void test_guard_host_origin_token(void **state)
     assert_int_equal(check(&open, "POST", "/mcp", "localhost", "http://evil.example", NULL),
                      MX_GUARD_BAD_ORIGIN);
     assert_int_equal(check(&open, "POST", "/mcp", "localhost", "null", NULL), MX_GUARD_BAD_ORIGIN);
+    /* the Host's own origin (a page mcplex would serve) is same-origin, and allowed */
+    assert_int_equal(check(&open, "POST", "/mcp", "127.0.0.1:8443", "http://127.0.0.1:8443", NULL),
+                     MX_GUARD_OK);
+    assert_int_equal(check(&open, "POST", "/mcp", "LocalHost:8443", "HTTPS://localhost:8443", NULL),
+                     MX_GUARD_OK);
+    assert_int_equal(check(&open, "POST", "/mcp", "[::1]:9", "http://[::1]:9", NULL), MX_GUARD_OK);
+    /* another port, another origin: a different local web server's page */
+    assert_int_equal(check(&open, "POST", "/mcp", "127.0.0.1:8443", "http://127.0.0.1:8080", NULL),
+                     MX_GUARD_BAD_ORIGIN);
+    assert_int_equal(check(&open, "POST", "/mcp", "127.0.0.1:8443", "http://127.0.0.1:84431", NULL),
+                     MX_GUARD_BAD_ORIGIN);
+    assert_int_equal(check(&open, "POST", "/mcp", "127.0.0.1:8443", "ftp://127.0.0.1:8443", NULL),
+                     MX_GUARD_BAD_ORIGIN);
+    /* a configured non-loopback name never counts as its own origin */
+    assert_int_equal(
+        check(&named, "POST", "/mcp", "gw.internal:8443", "http://gw.internal:8443", NULL),
+        MX_GUARD_BAD_ORIGIN);
     /* token: required everywhere but GET /health */
     assert_int_equal(check(&locked, "POST", "/mcp", "localhost", NULL, NULL), MX_GUARD_NO_TOKEN);
     assert_int_equal(check(&locked, "POST", "/mcp", "localhost", NULL, "Bearer wrong"),

@@ -111,12 +111,29 @@ static void test_sim_check_revisions(void **state)
     assert_false(mx_sim_rev_header_ok(&future, "2025-06-18"));
 }
 
+static void test_sim_check_host_origin(void **state)
+{
+    struct mx_str local = s("127.0.0.1:8080"), named = s("localhost:1"),
+                  evil = s("evil.example.com");
+    struct mx_str o_local = s("http://127.0.0.1:8080"), o_v6 = s("https://[::1]:9");
+    struct mx_str o_evil = s("http://evil.example.com"), o_null = s("null");
+    (void)state;
+    assert_true(mx_sim_host_origin_ok(&local, NULL));
+    assert_true(mx_sim_host_origin_ok(&named, &o_local));
+    assert_true(mx_sim_host_origin_ok(&local, &o_v6));
+    assert_false(mx_sim_host_origin_ok(NULL, NULL));
+    assert_false(mx_sim_host_origin_ok(&evil, NULL));
+    assert_false(mx_sim_host_origin_ok(&evil, &o_local));
+    assert_false(mx_sim_host_origin_ok(&local, &o_evil));
+    assert_false(mx_sim_host_origin_ok(&local, &o_null));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_check_accept),    cmocka_unit_test(test_sim_check_content_type),
         cmocka_unit_test(test_sim_check_bearer),    cmocka_unit_test(test_sim_check_cookie),
-        cmocka_unit_test(test_sim_check_revisions),
+        cmocka_unit_test(test_sim_check_revisions), cmocka_unit_test(test_sim_check_host_origin),
     };
     return cmocka_run_group_tests_name("sim_check", tests, NULL, NULL);
 }

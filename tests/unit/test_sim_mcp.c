@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "../../examples/sandbox-sim/conf.c"
 #include "../../examples/sandbox-sim/mcp.c"
 
 static json_t *fake_config(void *arg)
@@ -19,7 +20,8 @@ static json_t *fake_config(void *arg)
     return json_pack("{s:i}", "pause_after_ms", 250);
 }
 
-static const struct mx_sim_mcp_ctx ctx = {"tester", "2025-06-18", fake_config, NULL};
+static const struct mx_sim_mcp_ctx ctx = {
+    .name = "tester", .revision = "2025-06-18", .config_json = fake_config};
 
 /* Run |method| with |params_json| (NULL: no params) into |r|. */
 static void run(const char *method, const char *params_json, struct mx_sim_reply *r)

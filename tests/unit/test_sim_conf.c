@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox-sim --conformance without HTTP: the fixture names and answers the
+ * conformance suite's server scenarios ask for, the scripts of the talking
+ * and asking tools, and the per-session state (capabilities, log level,
+ * subscriptions). The sim is an executable, so its sources are included.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../examples/sandbox-sim/conf.c"
+#include "../../examples/sandbox-sim/mcp.c"
+
+static struct mx_sim_conf_sess sess;
+static const struct mx_sim_mcp_ctx ctx = {.name = "conf", .revision = "2025-11-25", .conf = &sess};
+
+static void run(const char *method, const char *params_json, struct mx_sim_reply *r)
+{
+    json_t *params = params_json ? json_loads(params_json, 0, NULL) : NULL;
+    if (params_json)
+        assert_non_null(params);
+    mx_sim_mcp_request(&ctx, method, params, r);
+    json_decref(params);
+}
+
+static const char *str_at(json_t *v, const char *path)
+{
+    /* "a.b.0.c": objects by key, arrays by index */
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *save = NULL, *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save))
+        v = json_is_array(v) ? json_array_get(v, (size_t)strtoul(k, NULL, 10))
+                             : json_object_get(v, k);
+    return json_string_value(v);
+}
+
+static void init_session(const char *caps)
+{
+    struct mx_sim_reply r;
+    char params[200];
+    memset(&sess, 0, sizeof(sess));
+    snprintf(params, sizeof(params), "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s}",
+             caps);
+    run("initialize", params, &r);
+    json_t *c = json_object_get(r.result, "capabilities");
+    assert_true(json_is_object(json_object_get(c, "logging")));
+    assert_true(json_is_object(json_object_get(c, "completions")));
+    assert_true(json_is_true(json_object_get(json_object_get(c, "resources"), "subscribe")));
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_lists(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    init_session("{}");
+    run("tools/list", NULL, &r);
+    json_t *tools = json_object_get(r.result, "tools");
+    /* the 2025 catalogue: no 2026-only tool */
+    assert_int_equal(json_array_size(tools), T_JSON_SCHEMA + 1);
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        assert_non_null(str_at(json_array_get(tools, i), "name"));
+        assert_non_null(str_at(json_array_get(tools, i), "description"));
+        assert_true(json_is_object(json_object_get(json_array_get(tools, i), "inputSchema")));
+    }
+    assert_string_equal(str_at(tools, "0.name"), "test_simple_text");
+    mx_sim_reply_clear(&r);
+    run("prompts/list", NULL, &r);
+    assert_int_equal(json_array_size(json_object_get(r.result, "prompts")), 4);
+    assert_string_equal(str_at(r.result, "prompts.1.arguments.1.name"), "arg2");
+    mx_sim_reply_clear(&r);
+    run("resources/templates/list", NULL, &r);
+    assert_string_equal(str_at(r.result, "resourceTemplates.0.uriTemplate"),
+                        "test://template/{id}/data");
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_plain_tools(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    init_session("{}");
+    run("tools/call", "{\"name\":\"test_simple_text\"}", &r);
+    assert_string_equal(str_at(r.result, "content.0.text"),
+                        "This is a simple text response for testing.");
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"test_audio_content\",\"arguments\":{}}", &r);
+    assert_string_equal(str_at(r.result, "content.0.mimeType"), "audio/wav");
+    assert_non_null(str_at(r.result, "content.0.data"));
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"test_multiple_content_types\"}", &r);
+    assert_string_equal(str_at(r.result, "content.2.resource.uri"),
+                        "test://mixed-content-resource");
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"test_error_handling\"}", &r);
+    assert_true(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"echo\"}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_scripts(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    init_session("{}");
+    run("tools/call", "{\"name\":\"test_tool_with_progress\",\"_meta\":{\"progressToken\":7}}", &r);
+    assert_int_equal(r.script, MX_SIM_SCRIPT_EVENTS);
+    assert_int_equal(json_array_size(r.events), 3);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(r.events, 2), "params"), "progress")),
+                     100);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(r.events, 0), "params"), "progressToken")),
+                     7);
+    mx_sim_reply_clear(&r);
+    /* No token, no progress: the tool still runs through its steps. */
+    run("tools/call", "{\"name\":\"test_tool_with_progress\"}", &r);
+    assert_int_equal(json_array_size(r.events), 0);
+    mx_sim_reply_clear(&r);
+
+    run("tools/call", "{\"name\":\"test_tool_with_logging\"}", &r);
+    assert_int_equal(json_array_size(r.events), 3);
+    assert_string_equal(str_at(json_array_get(r.events, 1), "params.data"), "Tool processing data");
+    mx_sim_reply_clear(&r);
+    /* Info messages stop once the client asks for warnings and above. */
+    run("logging/setLevel", "{\"level\":\"warning\"}", &r);
+    assert_true(json_is_object(r.result));
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"test_tool_with_logging\"}", &r);
+    assert_int_equal(json_array_size(r.events), 0);
+    mx_sim_reply_clear(&r);
+    run("logging/setLevel", "{\"level\":\"loud\"}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_asks(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    /* Without the capability the tool refuses instead of asking. */
+    init_session("{}");
+    run("tools/call", "{\"name\":\"test_sampling\",\"arguments\":{\"prompt\":\"hi\"}}", &r);
+    assert_int_equal(r.script, MX_SIM_SCRIPT_NONE);
+    assert_true(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+
+    init_session("{\"sampling\":{},\"elicitation\":{}}");
+    run("tools/call", "{\"name\":\"test_sampling\",\"arguments\":{\"prompt\":\"hi\"}}", &r);
+    assert_int_equal(r.script, MX_SIM_SCRIPT_ASK);
+    assert_string_equal(str_at(r.ask, "method"), "sampling/createMessage");
+    assert_string_equal(str_at(r.ask, "params.messages.0.content.text"), "hi");
+    json_t *resp = json_pack("{s:s,s:{s:s,s:{s:s,s:s}}}", "id", "x", "result", "role", "assistant",
+                             "content", "type", "text", "text", "Paris");
+    json_t *res = mx_sim_conf_answer(r.conf_tool, resp);
+    assert_string_equal(str_at(res, "content.0.text"), "LLM response: Paris");
+    json_decref(res);
+    json_decref(resp);
+    mx_sim_reply_clear(&r);
+
+    run("tools/call", "{\"name\":\"test_elicitation_sep1034_defaults\"}", &r);
+    assert_string_equal(str_at(r.ask, "params.requestedSchema.properties.name.default"),
+                        "John Doe");
+    resp = json_pack("{s:s,s:{s:s,s:{s:i}}}", "id", "x", "result", "action", "accept", "content",
+                     "age", 25);
+    res = mx_sim_conf_answer(r.conf_tool, resp);
+    assert_string_equal(str_at(res, "content.0.text"),
+                        "Elicitation completed: action=accept, content={\"age\":25}");
+    json_decref(res);
+    json_decref(resp);
+    mx_sim_reply_clear(&r);
+
+    /* A client error becomes a tool error naming it. */
+    run("tools/call", "{\"name\":\"test_elicitation\",\"arguments\":{\"message\":\"m\"}}", &r);
+    resp = json_pack("{s:s,s:{s:i,s:s}}", "id", "x", "error", "code", -1, "message", "no");
+    res = mx_sim_conf_answer(r.conf_tool, resp);
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    json_decref(res);
+    json_decref(resp);
+    mx_sim_reply_clear(&r);
+    run("tools/call", "{\"name\":\"test_elicitation\",\"arguments\":{}}", &r);
+    assert_true(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_resources(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    init_session("{}");
+    run("resources/read", "{\"uri\":\"test://static-binary\"}", &r);
+    assert_string_equal(str_at(r.result, "contents.0.mimeType"), "image/png");
+    assert_non_null(str_at(r.result, "contents.0.blob"));
+    mx_sim_reply_clear(&r);
+    run("resources/read", "{\"uri\":\"test://template/123/data\"}", &r);
+    assert_string_equal(str_at(r.result, "contents.0.text"),
+                        "{\"id\":\"123\",\"templateTest\":true,\"data\":\"Data for ID: 123\"}");
+    mx_sim_reply_clear(&r);
+    run("resources/read", "{\"uri\":\"test://template/1/2/data\"}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NORES);
+    mx_sim_reply_clear(&r);
+    run("resources/subscribe", "{\"uri\":\"test://watched-resource\"}", &r);
+    assert_int_equal(json_object_size(r.result), 0);
+    assert_int_equal(sess.subs, 1u << R_WATCHED);
+    mx_sim_reply_clear(&r);
+    run("resources/unsubscribe", "{\"uri\":\"test://watched-resource\"}", &r);
+    assert_int_equal(sess.subs, 0);
+    mx_sim_reply_clear(&r);
+    run("resources/subscribe", "{\"uri\":\"test://nope\"}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NORES);
+    mx_sim_reply_clear(&r);
+}
+
+static void test_sim_conf_prompts_and_completion(void **state)
+{
+    struct mx_sim_reply r;
+    (void)state;
+    init_session("{}");
+    run("prompts/get",
+        "{\"name\":\"test_prompt_with_arguments\",\"arguments\":{\"arg1\":\"hello\","
+        "\"arg2\":\"world\"}}",
+        &r);
+    assert_string_equal(str_at(r.result, "messages.0.content.text"),
+                        "Prompt with arguments: arg1='hello', arg2='world'");
+    mx_sim_reply_clear(&r);
+    run("prompts/get", "{\"name\":\"test_prompt_with_arguments\",\"arguments\":{}}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    run("prompts/get",
+        "{\"name\":\"test_prompt_with_embedded_resource\",\"arguments\":{\"resourceUri\":"
+        "\"test://x\"}}",
+        &r);
+    assert_string_equal(str_at(r.result, "messages.0.content.resource.uri"), "test://x");
+    mx_sim_reply_clear(&r);
+    run("completion/complete",
+        "{\"ref\":{\"type\":\"ref/prompt\",\"name\":\"test_prompt_with_arguments\"},"
+        "\"argument\":{\"name\":\"arg1\",\"value\":\"par\"}}",
+        &r);
+    json_t *values = json_object_get(json_object_get(r.result, "completion"), "values");
+    assert_int_equal(json_array_size(values), 3);
+    assert_string_equal(json_string_value(json_array_get(values, 2)), "party");
+    mx_sim_reply_clear(&r);
+    run("completion/complete", "{\"ref\":{\"type\":\"ref/prompt\"}}", &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    /* ping stays with the sim's own methods */
+    run("ping", NULL, &r);
+    assert_int_equal(json_object_size(r.result), 0);
+    mx_sim_reply_clear(&r);
+}
+
+static const unsigned char key[MX_SIM_STATE_KEY_LEN] = {1, 2, 3};
+
+/* A stateless request's state: built from its _meta, here by hand. */
+static void modern_session(bool elicitation, bool sampling)
+{
+    memset(&sess, 0, sizeof(sess));
+    sess.modern = true;
+    sess.state_key = key;
+    sess.log_level = MX_SIM_LOG_NONE;
+    sess.elicitation = elicitation;
+    sess.sampling = sampling;
+}
+
+/* tools/call |tool| with |responses| (JSON or NULL) and |state| (or NULL). */
+static void call_irr(const char *tool, const char *responses, const char *state,
+                     struct mx_sim_reply *r)
+{
+    json_t *params = json_pack("{s:s}", "name", tool);
+    if (responses)
+        json_object_set_new(params, "inputResponses", json_loads(responses, 0, NULL));
+    if (state)
+        json_object_set_new(params, "requestState", json_string(state));
+    mx_sim_mcp_request(&ctx, "tools/call", params, r);
+    json_decref(params);
+}
+
+static void test_sim_conf_input_required(void **state)
+{
+    struct mx_sim_reply r;
+    char *st;
+    (void)state;
+    modern_session(true, true);
+    run("tools/list", NULL, &r);
+    /* 2026: the diagnostics and input-required tools, not the asking 2025 ones */
+    size_t n = json_array_size(json_object_get(r.result, "tools"));
+    assert_int_equal(n, T_CNT - 4);
+    mx_sim_reply_clear(&r);
+
+    call_irr("test_input_required_result_elicitation", NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    assert_string_equal(str_at(r.result, "inputRequests.user_name.method"), "elicitation/create");
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_elicitation",
+             "{\"user_name\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}},"
+             "\"extra\":{}}",
+             NULL, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "Hello, Ada!");
+    mx_sim_reply_clear(&r);
+    /* a wrong key: ask again, not an error */
+    call_irr("test_input_required_result_elicitation", "{\"wrong\":{}}", NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_elicitation", "[1]", NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+
+    /* three rounds, the state signed each time; a changed byte is refused */
+    call_irr("test_input_required_result_multi_round", NULL, NULL, &r);
+    st = mx_xstrdup(str_at(r.result, "requestState"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_multi_round",
+             "{\"step1\":{\"action\":\"accept\",\"content\":{\"name\":\"Ada\"}}}", st, &r);
+    assert_string_equal(str_at(r.result, "inputRequests.step2.method"), "elicitation/create");
+    free(st);
+    st = mx_xstrdup(str_at(r.result, "requestState"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_input_required_result_multi_round",
+             "{\"step2\":{\"action\":\"accept\",\"content\":{\"color\":\"blue\"}}}", st, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "Round 3: Ada likes blue");
+    mx_sim_reply_clear(&r);
+    st[strlen(st) - 1] = st[strlen(st) - 1] == '0' ? '1' : '0';
+    call_irr("test_input_required_result_multi_round",
+             "{\"step2\":{\"action\":\"accept\",\"content\":{\"color\":\"blue\"}}}", st, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    free(st);
+
+    /* only what the request's capabilities allow */
+    modern_session(false, true);
+    call_irr("test_input_required_result_capabilities", NULL, NULL, &r);
+    assert_null(json_object_get(json_object_get(r.result, "inputRequests"), "user_name"));
+    assert_non_null(json_object_get(json_object_get(r.result, "inputRequests"), "greeting"));
+    mx_sim_reply_clear(&r);
+    modern_session(true, false);
+    call_irr("test_missing_capability", NULL, NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NOCAP);
+    assert_int_equal(r.http_status, 400);
+    assert_non_null(
+        json_object_get(json_object_get(r.err_data, "requiredCapabilities"), "sampling"));
+    mx_sim_reply_clear(&r);
+    call_irr("test_trigger_tool_change", NULL, NULL, &r);
+    assert_int_equal(r.changed, MX_SIM_CHANGED_TOOLS);
+    mx_sim_reply_clear(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_conf_lists),
+        cmocka_unit_test(test_sim_conf_plain_tools),
+        cmocka_unit_test(test_sim_conf_scripts),
+        cmocka_unit_test(test_sim_conf_asks),
+        cmocka_unit_test(test_sim_conf_resources),
+        cmocka_unit_test(test_sim_conf_prompts_and_completion),
+        cmocka_unit_test(test_sim_conf_input_required),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
