@@ -32,6 +32,7 @@ struct cli {
     const char *cookie_env;
     const char *log_level;
     int64_t drop_after_events;
+    bool whoami_credential;
 };
 
 static void usage(FILE *f)
@@ -57,6 +58,8 @@ static void usage(FILE *f)
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
+          "  --whoami-credential yes  whoami also answers the credential header it got\n"
+          "                           (a misbehaving server, for leak tests)\n"
           "  --help                   this text\n",
           f);
 }
@@ -113,6 +116,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->cookie_env = val;
         } else if (strcmp(flag, "--log-level") == 0) {
             cli->log_level = val;
+        } else if (strcmp(flag, "--whoami-credential") == 0) {
+            cli->whoami_credential = strcmp(val, "yes") == 0;
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
@@ -228,6 +233,7 @@ int main(int argc, char **argv)
     }
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
+    sim.whoami_credential = cli.whoami_credential;
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);
