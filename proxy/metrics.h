@@ -127,6 +127,9 @@ struct mx_metrics_gauges {
     long long sessions; /* open /mcp client sessions; < 0: not known, left out */
     const struct mx_upstream *ups;
     size_t up_cnt;
+    uint64_t refused_connections; /* closed at accept: max_connections */
+    uint64_t refused_per_client;  /* closed at accept: max_connections_per_client */
+    uint64_t refused_sessions;    /* initialize refused: max_sessions */
 };
 
 /*

@@ -193,6 +193,10 @@ static void test_limits_connections_per_client(void **state)
     /* the held connections are still open: they were never touched */
     for (int i = 0; i < PER_CLIENT; i++)
         assert_false(closed_by_peer(held[i], 0));
+    /* /health counts every refusal */
+    char *h = health_text_from("127.0.0.2", port);
+    assert_non_null(strstr(h, "\"max_connections_per_client\":20"));
+    free(h);
     /* one line for the whole flood, naming the key and the address */
     assert_int_equal(log_lines_with("max_connections_per_client (4) reached by 127.0.0.1"), 1);
 
@@ -259,6 +263,11 @@ static void test_limits_sessions(void **state)
         free(body);
     }
     assert_int_equal(log_lines_with("max_sessions (3) reached"), 1);
+    char *metrics = mx_xasprintf("http://127.0.0.1:%d/metrics", port);
+    assert_int_equal(mx_it_http("GET", metrics, NULL, NULL, &status, &body), 0);
+    assert_non_null(strstr(body, "mcplex_limit_refusals_total{limit=\"max_sessions\"} 10"));
+    free(body);
+    free(metrics);
 
     /* the open sessions keep working */
     const char *with[] = {h[0], h[1], sids[0], "MCP-Protocol-Version: 2025-06-18", NULL};
