@@ -506,21 +506,20 @@ static size_t peer_conn_cnt(const struct mx_httpd *s, const char *peer)
 static bool refuse_at_accept(struct mx_httpd *s, const char *peer)
 {
     uint64_t quiet = 0;
+    char note[64];
     double now = ev_now(s->loop);
     if (s->conn_cnt >= s->opts.max_connections) {
         if (mx_limit_log_due(&s->conn_limit, now, &quiet))
-            mx_log_warn("http",
-                        "[listen] max_connections (%zu) reached; closing new connections "
-                        "(%llu more closed since the last such line)",
-                        s->opts.max_connections, (unsigned long long)quiet);
+            mx_log_warn("http", "[listen] max_connections (%zu) reached; closing new connections%s",
+                        s->opts.max_connections, mx_limit_log_note(quiet, note, sizeof(note)));
         return true;
     }
     if (s->opts.max_per_client && peer_conn_cnt(s, peer) >= s->opts.max_per_client) {
         if (mx_limit_log_due(&s->client_limit, now, &quiet))
             mx_log_warn("http",
-                        "[listen] max_connections_per_client (%zu) reached by %s; closing its "
-                        "new connections (%llu more closed since the last such line)",
-                        s->opts.max_per_client, peer, (unsigned long long)quiet);
+                        "[listen] max_connections_per_client (%zu) reached by %s; closing its new "
+                        "connections%s",
+                        s->opts.max_per_client, peer, mx_limit_log_note(quiet, note, sizeof(note)));
         return true;
     }
     return false;

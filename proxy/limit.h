@@ -10,6 +10,7 @@
 #define MX_LIMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define MX_LIMIT_LOG_QUIET_S 60.0
@@ -27,5 +28,9 @@ struct mx_limit_log {
  * refusals were not logged since the previous line.
  */
 bool mx_limit_log_due(struct mx_limit_log *l, double now, uint64_t *suppressed);
+
+/* "" for |suppressed| 0, else " (N more since the last such line)", in
+ * |buf|; returns the text to append to the log line. */
+const char *mx_limit_log_note(uint64_t suppressed, char *buf, size_t cap);
 
 #endif

@@ -145,11 +145,10 @@ struct mx_session *mx_session_new(struct mx_session_table *t)
 {
     if (t->cnt >= t->max) {
         uint64_t quiet = 0;
+        char note[64];
         if (mx_limit_log_due(&t->full, ev_now(t->loop), &quiet))
-            mx_log_warn(SUBSYS,
-                        "[listen] max_sessions (%zu) reached; refusing new sessions with 503 "
-                        "(%llu more refused since the last such line)",
-                        t->max, (unsigned long long)quiet);
+            mx_log_warn(SUBSYS, "[listen] max_sessions (%zu) reached; refusing new sessions%s",
+                        t->max, mx_limit_log_note(quiet, note, sizeof(note)));
         return NULL;
     }
     struct mx_session *s = mx_xcalloc(1, sizeof(*s));

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -32,10 +33,20 @@ static void test_limit_log_once_per_quiet_period(void **state)
     assert_int_equal(quiet, 0);
 }
 
+static void test_limit_log_note(void **state)
+{
+    char buf[64];
+    (void)state;
+    assert_string_equal(mx_limit_log_note(0, buf, sizeof(buf)), "");
+    assert_string_equal(mx_limit_log_note(1001, buf, sizeof(buf)),
+                        " (1001 more since the last such line)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limit_log_once_per_quiet_period),
+        cmocka_unit_test(test_limit_log_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
