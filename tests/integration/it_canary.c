@@ -3,7 +3,8 @@
  * The vault's promise, end to end: random canary secrets for two
  * sandbox-sim upstreams (a bearer token from the environment, a cookie from
  * a cmd: source) and for the client token (a 0600 file), the whole
- * scenario through mcplex (initialize, lists, calls at /mcp and
+ * scenario through mcplex (initialize, lists, calls at /mcp, also from the
+ * official TypeScript SDK client, and at
  * /mcp/<server>, refused requests, one upstream killed mid-session and
  * restarted, /health, /metrics), with the trace on and the access log, once
  * with JSON logs and once with text. One upstream misbehaves and answers its
@@ -294,6 +295,25 @@ static void step_session(struct run *r)
                 true, 200, "\"result\"");
 }
 
+/* the official TypeScript SDK client, with the client token */
+static void step_sdk_client(struct run *r)
+{
+    json_t *out = NULL;
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", r->port);
+    assert_int_equal(mx_it_client(url, "call",
+                                  "{\"name\":\"beta_echo\",\"arguments\":{\"message\":\"sdk\"},"
+                                  "\"terminate\":true}",
+                                  r->can_c, &out),
+                     0);
+    assert_true(json_is_true(json_object_get(out, "ok")));
+    char *text = json_dumps(out, JSON_COMPACT);
+    keep(r->seen_path, "SDK client call beta_echo", 200, NULL, text);
+    assert_non_null(strstr(text, "sdk"));
+    free(text);
+    json_decref(out);
+    free(url);
+}
+
 /* alpha answers whoami with the credential it got: the client sees it (tool
  * content passes through), the trace must not. */
 static void step_leaky_upstream(struct run *r)
@@ -376,6 +396,7 @@ struct step {
 static const struct step steps[] = {
     {"start", step_start},
     {"session", step_session},
+    {"SDK client", step_sdk_client},
     {"leaky upstream", step_leaky_upstream},
     {"crash and restart an upstream", step_crash_restart},
     {"refusals", step_refusals},
