@@ -4,9 +4,9 @@
  * sandbox-sim upstreams (a bearer token from the environment, a cookie from
  * a cmd: source) and for the client token (a 0600 file), the whole
  * scenario through mcplex (initialize, lists, calls at /mcp, also from the
- * official TypeScript SDK client, and at
- * /mcp/<server>, refused requests, one upstream killed mid-session and
- * restarted, /health, /metrics), with the trace on and the access log, once
+ * official TypeScript SDK client, and at /mcp/<server>, refused requests,
+ * one upstream killed mid-session and restarted, /health, /metrics), with
+ * the trace on and the access log, once
  * with JSON logs and once with text. One upstream misbehaves and answers its
  * own credential inside a tool result: the trace must show it masked.
  * Afterwards no canary may appear in mcplex's log, the trace, `mcplex check`
