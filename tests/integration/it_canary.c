@@ -6,9 +6,9 @@
  * scenario through mcplex (initialize, lists, calls at /mcp, also from the
  * official TypeScript SDK client, and at /mcp/<server>, refused requests,
  * one upstream killed mid-session and restarted, /health, /metrics), with
- * the trace on and the access log, once
- * with JSON logs and once with text. One upstream misbehaves and answers its
- * own credential inside a tool result: the trace must show it masked.
+ * the trace on and the access log, once with JSON logs and once with text.
+ * One upstream misbehaves and answers its own credential inside a tool
+ * result: the trace must show it masked.
  * Afterwards no canary may appear in mcplex's log, the trace, `mcplex check`
  * output, any response header or body the test saw (but that deliberate
  * tool result, which mcplex passes through as tool content), and mcplex,
