@@ -706,6 +706,9 @@ static const struct field listen_fields[] = {
     FDUR(L, "header_timeout", header_timeout_ms, 1),
     FDUR(L, "idle_timeout", idle_timeout_ms, 1),
     FDUR(L, "session_idle", session_idle_ms, 1),
+    FINT(L, "max_connections_per_client", max_connections_per_client, 0, 1000000),
+    FINT(L, "max_sessions", max_sessions, 1, 1000000),
+    FINT(L, "max_requests_per_connection", max_requests_per_connection, 1, 1000000000),
 };
 #undef L
 
@@ -764,6 +767,9 @@ static void listen_defaults(struct mx_listen_cfg *l)
     l->header_timeout_ms = 10 * 1000;
     l->idle_timeout_ms = 120 * 1000;
     l->session_idle_ms = 30 * 60 * 1000;
+    l->max_connections_per_client = 0;
+    l->max_sessions = 4096;
+    l->max_requests_per_connection = 100000;
 }
 
 static void proxy_defaults(struct mx_proxy_cfg *p)

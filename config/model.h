@@ -85,12 +85,15 @@ struct mx_listen_cfg {
     struct mx_secret *client_token;
     struct mx_strv allowed_origins;
     bool allow_remote;
-    int64_t max_body;          /* bytes, default 4 MiB */
-    int64_t max_header;        /* bytes of request head, default 64 KiB */
-    int64_t max_connections;   /* default 1024 */
-    int64_t header_timeout_ms; /* default 10 s */
-    int64_t idle_timeout_ms;   /* default 120 s */
-    int64_t session_idle_ms;   /* client session expiry, default 30 min */
+    int64_t max_body;                    /* bytes, default 4 MiB */
+    int64_t max_header;                  /* bytes of request head, default 64 KiB */
+    int64_t max_connections;             /* default 1024 */
+    int64_t header_timeout_ms;           /* default 10 s */
+    int64_t idle_timeout_ms;             /* default 120 s */
+    int64_t session_idle_ms;             /* client session expiry, default 30 min */
+    int64_t max_connections_per_client;  /* per peer address; 0: no cap but max_connections */
+    int64_t max_sessions;                /* open /mcp client sessions, default 4096 */
+    int64_t max_requests_per_connection; /* then Connection: close / GOAWAY, default 100000 */
 };
 
 struct mx_proxy_cfg {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,10 +43,49 @@ size_t mx_secret_live_cnt(void)
     return live_cnt;
 }
 
+/* The OpenSSL secure heap of a protected process (mx_secret_protect_process). */
+#define SECURE_HEAP_SIZE (256 * 1024)
+
+int mx_secret_protect_process(const char **why)
+{
+    int rc = 0;
+    *why = NULL;
+    /* prctl(2): no core file, and no ptrace or /proc/<pid>/mem for other
+     * processes of this user. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        *why = "cannot make the process non-dumpable";
+        rc = MX_EIO;
+    }
+    /* Secret values then live in a locked arena (mlock, MADV_DONTDUMP, guard
+     * pages) that never reaches swap; values too big for it use the heap. */
+    if (!CRYPTO_secure_malloc_initialized() &&
+        CRYPTO_secure_malloc_init(SECURE_HEAP_SIZE, 32) != 1) {
+        *why = "secrets are not in locked memory (RLIMIT_MEMLOCK too low?)";
+        rc = MX_EIO;
+    }
+    return rc;
+}
+
+static char *value_alloc(size_t len)
+{
+    char *p = CRYPTO_secure_malloc_initialized() ? OPENSSL_secure_malloc(len) : NULL;
+    return p ? p : mx_xmalloc(len);
+}
+
+static void value_free(char *p, size_t len)
+{
+    if (p && CRYPTO_secure_allocated(p)) {
+        OPENSSL_secure_clear_free(p, len);
+        return;
+    }
+    OPENSSL_cleanse(p, len);
+    free(p);
+}
+
 struct mx_secret *mx_secret_new(const char *p, size_t len)
 {
     struct mx_secret *s = mx_xmalloc(sizeof(*s));
-    s->p = mx_xmalloc(len ? len : 1);
+    s->p = value_alloc(len ? len : 1);
     if (len)
         memcpy(s->p, p, len);
     s->len = len;
@@ -57,8 +97,7 @@ void mx_secret_free(struct mx_secret *s)
 {
     if (s == NULL)
         return;
-    OPENSSL_cleanse(s->p, s->len);
-    free(s->p);
+    value_free(s->p, s->len ? s->len : 1);
     free(s);
     live_cnt--;
 }

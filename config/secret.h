@@ -39,6 +39,15 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
 /* Wrap |len| bytes of |p| (copied) as a secret; used by tests and the vault. */
 struct mx_secret *mx_secret_new(const char *p, size_t len);
 
+/*
+ * For a long-running process that holds secrets (serve): make it
+ * non-dumpable (no core file, no ptrace by the same user) and keep secret
+ * values made from now on in OpenSSL's locked secure heap. Returns 0, or
+ * MX_EIO with |*why| (a static sentence) when either could not be done; the
+ * process runs on either way.
+ */
+int mx_secret_protect_process(const char **why);
+
 /* Wipes and frees; accepts NULL. */
 void mx_secret_free(struct mx_secret *s);
 

@@ -23,6 +23,7 @@
 #include "err.h"
 #include "gateway.h"
 #include "log.h"
+#include "secret.h"
 #include "snippet.h"
 #include "tls.h"
 
@@ -283,6 +284,9 @@ int mx_cmd_serve(int argc, char **argv)
         mx_config_free(cfg);
         return 1;
     }
+    const char *why;
+    if (mx_secret_protect_process(&why) != 0)
+        mx_log_warn("serve", "%s", why);
     if (mx_config_resolve_secrets(cfg, &diag) != 0) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
         mx_config_free(cfg);

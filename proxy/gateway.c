@@ -160,6 +160,8 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     hopts.max_body = (size_t)cfg->listen.max_body;
     hopts.max_header = (size_t)cfg->listen.max_header;
     hopts.max_connections = (size_t)cfg->listen.max_connections;
+    hopts.max_per_client = (size_t)cfg->listen.max_connections_per_client;
+    hopts.max_requests_per_conn = (size_t)cfg->listen.max_requests_per_connection;
     hopts.header_timeout_s = (double)cfg->listen.header_timeout_ms / 1000.0;
     hopts.idle_timeout_s = (double)cfg->listen.idle_timeout_ms / 1000.0;
     gw->httpd = mx_httpd_new(loop, &hopts, on_request, gw);

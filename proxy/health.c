@@ -58,6 +58,13 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
     json_object_set_new(o, "listen",
                         json_pack("{s:s, s:i, s:b}", "address", gw->cfg->listen.address, "port",
                                   gw->port, "tls", gw->cfg->listen.tls));
+    /* what the [listen] limits refused since start */
+    json_object_set_new(o, "limits",
+                        json_pack("{s:I, s:I, s:I}", "max_connections",
+                                  (json_int_t)mx_httpd_refused_cnt(gw->httpd),
+                                  "max_connections_per_client",
+                                  (json_int_t)mx_httpd_refused_per_client_cnt(gw->httpd),
+                                  "max_sessions", (json_int_t)mx_mcp_sessions_refused(gw->mcp)));
     /* the merged /mcp endpoint: sessions, per-upstream lists, renamed names */
     json_object_set_new(o, "mcp", mx_mcp_health(gw->mcp));
     char *body = json_dumps(o, JSON_COMPACT);

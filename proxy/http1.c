@@ -276,6 +276,7 @@ static int on_headers_complete(http_parser *p)
     }
     mx_req_finish_head(req);
     h->keep_alive = http_should_keep_alive(p) != 0;
+    /* max_requests_per_connection: this answer says Connection: close. */
     if (o->max_requests_per_conn && h->requests + 1 >= o->max_requests_per_conn)
         h->keep_alive = false;
     /* Refuse an announced oversized body before reading it. */

@@ -62,6 +62,7 @@ struct h2 {
     struct h2_stream *tail;
     size_t open_cnt;   /* streams not closed */
     size_t body_bytes; /* request body bytes held by streams */
+    size_t requests;   /* request streams the peer opened */
     bool work;         /* h2_run() has something to do */
     bool blocked;      /* the send callback answered WOULDBLOCK */
     bool goaway;       /* we sent (or queued) GOAWAY */
@@ -376,6 +377,16 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
         return 0;
     struct h2_stream *s = stream_new(h, frame->hd.stream_id);
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, s);
+    /* max_requests_per_connection: this stream is the last one served; a
+     * client that sent more retries them on a new connection (RFC 9113 §6.8). */
+    size_t max = mx_conn_opts(h->c)->max_requests_per_conn;
+    if (max && ++h->requests >= max && !h->goaway) {
+        mx_log_debug("http2", "conn#%lu: %zu requests; GOAWAY after stream %d", h->c->id,
+                     h->requests, frame->hd.stream_id);
+        h->goaway = true;
+        nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR,
+                              NULL, 0);
+    }
     return 0;
 }
 

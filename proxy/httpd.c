@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "err.h"
 #include "httpd.h"
+#include "limit.h"
 #include "log.h"
 #include "num.h"
 #include "tls.h"
@@ -57,7 +58,8 @@ struct mx_httpd {
     uint64_t accepted; /* connections ever accepted or adopted */
     unsigned long next_conn_id;
     ev_prepare reaper;
-    bool limit_logged;
+    struct mx_limit_log conn_limit;   /* max_connections */
+    struct mx_limit_log client_limit; /* max_per_client */
 };
 
 /* Core-private per-connection flags live beside the shared struct. */
@@ -80,6 +82,7 @@ void mx_httpd_opts_default(struct mx_httpd_opts *o)
     o->max_header = 64 * 1024;
     o->max_body = 4 * 1024 * 1024;
     o->max_connections = 1024;
+    o->max_per_client = 0;
     o->header_timeout_s = 10.0;
     o->idle_timeout_s = 120.0;
     o->max_requests_per_conn = 0;
@@ -485,6 +488,43 @@ void mx_httpd_adopt(struct mx_httpd *s, int fd, const char *peer)
     ev_io_start(s->loop, &c->io);
 }
 
+static size_t peer_conn_cnt(const struct mx_httpd *s, const char *peer)
+{
+    size_t n = 0;
+    for (const struct mx_conn *c = s->conns; c; c = c->next) {
+        if (strcmp(c->peer, peer) == 0)
+            n++;
+    }
+    return n;
+}
+
+/*
+ * The connection caps, checked before any byte is read: closing at accept
+ * costs a flood nothing (no TLS handshake, no buffers). The log gets one
+ * line per cause and quiet period (limit.h), not one per connection.
+ */
+static bool refuse_at_accept(struct mx_httpd *s, const char *peer)
+{
+    uint64_t quiet = 0;
+    char note[64];
+    double now = ev_now(s->loop);
+    if (s->conn_cnt >= s->opts.max_connections) {
+        if (mx_limit_log_due(&s->conn_limit, now, &quiet))
+            mx_log_warn("http", "[listen] max_connections (%zu) reached; closing new connections%s",
+                        s->opts.max_connections, mx_limit_log_note(quiet, note, sizeof(note)));
+        return true;
+    }
+    if (s->opts.max_per_client && peer_conn_cnt(s, peer) >= s->opts.max_per_client) {
+        if (mx_limit_log_due(&s->client_limit, now, &quiet))
+            mx_log_warn("http",
+                        "[listen] max_connections_per_client (%zu) reached by %s; closing its new "
+                        "connections%s",
+                        s->opts.max_per_client, peer, mx_limit_log_note(quiet, note, sizeof(note)));
+        return true;
+    }
+    return false;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct listener *l = mx_container_of(w, struct listener, io);
@@ -500,20 +540,15 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
                 mx_log_warn("http", "accept: %s", strerror(errno));
             return;
         }
-        if (s->conn_cnt >= s->opts.max_connections) {
-            if (!s->limit_logged) {
-                mx_log_warn("http", "connection limit (%zu) reached; refusing",
-                            s->opts.max_connections);
-                s->limit_logged = true;
-            }
-            close(fd);
-            continue;
-        }
         char peer[64] = "";
         if (ss.ss_family == AF_INET6)
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, peer, sizeof(peer));
         else if (ss.ss_family == AF_INET)
             inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, peer, sizeof(peer));
+        if (refuse_at_accept(s, peer)) {
+            close(fd);
+            continue;
+        }
         mx_httpd_adopt(s, fd, peer);
     }
 }
@@ -634,6 +669,16 @@ uint64_t mx_httpd_accepted_cnt(const struct mx_httpd *s)
 size_t mx_httpd_conn_cnt(const struct mx_httpd *s)
 {
     return s->conn_cnt;
+}
+
+uint64_t mx_httpd_refused_cnt(const struct mx_httpd *s)
+{
+    return s->conn_limit.total;
+}
+
+uint64_t mx_httpd_refused_per_client_cnt(const struct mx_httpd *s)
+{
+    return s->client_limit.total;
 }
 
 void mx_httpd_free(struct mx_httpd *s)

@@ -26,9 +26,10 @@ struct mx_httpd_opts {
     size_t max_header;            /* bytes of request line + headers; 431 above */
     size_t max_body;              /* bytes of request body; 413 above */
     size_t max_connections;       /* accepted at once; more are closed at accept */
+    size_t max_per_client;        /* open from one peer address; 0: no cap; more closed at accept */
     double header_timeout_s;      /* head + body must arrive within this; 408 after */
     double idle_timeout_s;        /* keep-alive idle close */
-    size_t max_requests_per_conn; /* 0: unlimited (HTTP/1.1) */
+    size_t max_requests_per_conn; /* 0: unlimited; then Connection: close / GOAWAY */
     size_t h2_max_streams;        /* SETTINGS_MAX_CONCURRENT_STREAMS */
 };
 
@@ -70,6 +71,11 @@ uint64_t mx_httpd_accepted_cnt(const struct mx_httpd *s);
 
 /* Number of open connections. */
 size_t mx_httpd_conn_cnt(const struct mx_httpd *s);
+
+/* Connections closed at accept since start: over max_connections, and over
+ * max_per_client. */
+uint64_t mx_httpd_refused_cnt(const struct mx_httpd *s);
+uint64_t mx_httpd_refused_per_client_cnt(const struct mx_httpd *s);
 
 /* Close everything and free; accepts NULL. */
 void mx_httpd_free(struct mx_httpd *s);

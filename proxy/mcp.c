@@ -24,8 +24,7 @@
 
 #define SUBSYS SUBSYS_MCP
 
-#define MAX_SESSIONS 4096
-#define SSE_OUT_CAP  (16u * 1024 * 1024)
+#define SSE_OUT_CAP (16u * 1024 * 1024)
 
 /* MCP 2025-11-25, Lifecycle: what mcplex speaks to clients, newest first. */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
@@ -1332,9 +1331,13 @@ static void initialize(struct mx_mcp *m, struct mx_req *req, json_t *msg)
     }
     struct mx_session *s = mx_session_new(m->sessions);
     if (s == NULL) {
-        mx_log_warn(SUBSYS, "%d sessions are open; refusing another", MAX_SESSIONS);
-        respond_error(m, req, NULL, 503, id, MX_RPC_UPSTREAM_UNAVAILABLE,
-                      "too many sessions; end one with DELETE /mcp");
+        static const struct mx_hdr_out retry[] = {{"Retry-After", MX_SESSION_RETRY_AFTER}};
+        respond_json(m, req, NULL, 503,
+                     mx_rpc_error_new(id, MX_RPC_UPSTREAM_UNAVAILABLE,
+                                      "too many sessions ([listen] max_sessions); end one with "
+                                      "DELETE /mcp or retry later",
+                                      NULL),
+                     retry, 1);
         return;
     }
     struct sessx *sx = mx_xcalloc(1, sizeof(*sx));
@@ -1500,8 +1503,8 @@ struct mx_mcp *mx_mcp_new(struct mx_gateway *gw)
     /* cursors are good for this process only */
     if (RAND_bytes(m->cursor_key, sizeof(m->cursor_key)) != 1)
         mx_fatal(SUBSYS, "RAND_bytes failed");
-    m->sessions =
-        mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms, MAX_SESSIONS, &cbs, m);
+    m->sessions = mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms,
+                                       (size_t)gw->cfg->listen.max_sessions, &cbs, m);
     mcp_up_init(m);
     return m;
 }

@@ -12,6 +12,8 @@
 #ifndef MX_MCP_H
 #define MX_MCP_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "req.h"
@@ -42,5 +44,8 @@ void mx_mcp_serve(struct mx_mcp *m, struct mx_req *req);
 /* Sessions, per-upstream state and every renamed tool or prompt with its
  * origin, for /health (no secrets). New reference. */
 json_t *mx_mcp_health(struct mx_mcp *m);
+
+/* initialize requests refused over [listen] max_sessions since start. */
+uint64_t mx_mcp_sessions_refused(const struct mx_mcp *m);
 
 #endif

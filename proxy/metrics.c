@@ -421,6 +421,14 @@ static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
                  "Config reloads (SIGHUP, mcplex reload) applied, and refused for an error.");
     rc |= sample_u64(b, "mcplex_config_reloads_total", &ok, g->reloads_ok);
     rc |= sample_u64(b, "mcplex_config_reloads_total", &failed, g->reloads_failed);
+    rc |= family(b, "mcplex_limit_refusals_total", "counter",
+                 "Connections closed at accept and sessions refused, by [listen] limit.");
+    struct labels lim = {{"limit"}, {"max_connections"}};
+    rc |= sample_u64(b, "mcplex_limit_refusals_total", &lim, g->refused_connections);
+    lim.v[0] = "max_connections_per_client";
+    rc |= sample_u64(b, "mcplex_limit_refusals_total", &lim, g->refused_per_client);
+    lim.v[0] = "max_sessions";
+    rc |= sample_u64(b, "mcplex_limit_refusals_total", &lim, g->refused_sessions);
     if (g->sessions >= 0) {
         rc |= family(b, "mcplex_sessions", "gauge", "Open client sessions of /mcp.");
         rc |= sample_u64(b, "mcplex_sessions", NULL, (uint64_t)g->sessions);
@@ -553,6 +561,9 @@ void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req)
     g.connections = mx_httpd_conn_cnt(gw->httpd);
     g.inflight = gw->inflight;
     g.refused = gw->refused;
+    g.refused_connections = mx_httpd_refused_cnt(gw->httpd);
+    g.refused_per_client = mx_httpd_refused_per_client_cnt(gw->httpd);
+    g.refused_sessions = mx_mcp_sessions_refused(gw->mcp);
     g.sessions = -1;
     g.ups = gw->upstreams;
     g.up_cnt = gw->upstream_cnt;

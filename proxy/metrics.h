@@ -129,6 +129,9 @@ struct mx_metrics_gauges {
     size_t up_cnt;
     uint64_t reloads_ok; /* config reloads applied and refused */
     uint64_t reloads_failed;
+    uint64_t refused_connections; /* closed at accept: max_connections */
+    uint64_t refused_per_client;  /* closed at accept: max_connections_per_client */
+    uint64_t refused_sessions;    /* initialize refused: max_sessions */
 };
 
 /*

@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "err.h"
+#include "limit.h"
 #include "log.h"
 #include "rand.h"
 #include "session.h"
@@ -37,6 +38,7 @@ struct mx_session_table {
     struct mx_session *dead; /* closed, waiting for the reaper */
     ev_prepare reaper;
     uint64_t next_key;
+    struct mx_limit_log full; /* refusals over |max| */
 };
 
 static size_t live_cnt;
@@ -141,8 +143,14 @@ void mx_session_table_free(struct mx_session_table *t)
 
 struct mx_session *mx_session_new(struct mx_session_table *t)
 {
-    if (t->cnt >= t->max)
+    if (t->cnt >= t->max) {
+        uint64_t quiet = 0;
+        char note[64];
+        if (mx_limit_log_due(&t->full, ev_now(t->loop), &quiet))
+            mx_log_warn(SUBSYS, "[listen] max_sessions (%zu) reached; refusing new sessions%s",
+                        t->max, mx_limit_log_note(quiet, note, sizeof(note)));
         return NULL;
+    }
     struct mx_session *s = mx_xcalloc(1, sizeof(*s));
     /* MCP 2025-06-18, Session Management: globally unique and
      * cryptographically secure; visible ASCII only. */
@@ -191,6 +199,11 @@ struct mx_session *mx_session_by_key(struct mx_session_table *t, uint64_t key)
 struct mx_session *mx_session_first(struct mx_session_table *t)
 {
     return t->head;
+}
+
+uint64_t mx_session_refused_cnt(const struct mx_session_table *t)
+{
+    return t ? t->full.total : 0;
 }
 
 size_t mx_session_cnt(const struct mx_session_table *t)

@@ -30,6 +30,8 @@
 #define MX_SESSION_QUEUE_MAX   256
 #define MX_SESSION_QUEUE_BYTES (4u * 1024 * 1024)
 #define MX_SESSION_KEEPALIVE_S 25.0
+/* Retry-After (seconds) on a 503 for an initialize over [listen] max_sessions. */
+#define MX_SESSION_RETRY_AFTER "10"
 
 struct mx_session_table;
 struct mx_session_qmsg;
@@ -74,8 +76,11 @@ struct mx_session_table *mx_session_table_new(struct ev_loop *loop, int64_t idle
 /* Closes every session (on_close for each) and frees; accepts NULL. */
 void mx_session_table_free(struct mx_session_table *t);
 
-/* A new session, or NULL when |max| are live. */
+/* A new session, or NULL when |max| are live (logged once per quiet
+ * period, limit.h; the caller answers 503 with MX_SESSION_RETRY_AFTER). */
 struct mx_session *mx_session_new(struct mx_session_table *t);
+/* Sessions refused because |max| were live, since the table was made. */
+uint64_t mx_session_refused_cnt(const struct mx_session_table *t);
 /* The live session with |id|, or NULL; restarts its idle timer. */
 struct mx_session *mx_session_find(struct mx_session_table *t, struct mx_str id);
 /* The live session with |key|, or NULL. */

@@ -24,9 +24,8 @@
 #include "stdio_serve.h"
 #include "upsess.h"
 
-#define SUBSYS       "stdio"
-#define MAX_SESSIONS 1024
-#define SSE_OUT_CAP  (16u * 1024 * 1024)
+#define SUBSYS      "stdio"
+#define SSE_OUT_CAP (16u * 1024 * 1024)
 
 /* Versions a client may ask for, newest first (MCP 2025-11-25, Lifecycle). */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
@@ -419,7 +418,11 @@ static void initialize(struct bridge *b, struct mx_req *req, json_t *msg)
     json_t *params = json_object_get(msg, "params");
     struct mx_session *s = mx_session_new(b->sessions);
     if (s == NULL) {
-        respond_error(req, 503, id, MX_RPC_UPSTREAM_UNAVAILABLE, "too many sessions");
+        static const struct mx_hdr_out retry[] = {{"Retry-After", MX_SESSION_RETRY_AFTER}};
+        respond_json(req, 503,
+                     mx_rpc_error_new(id, MX_RPC_UPSTREAM_UNAVAILABLE,
+                                      "too many sessions ([listen] max_sessions)", NULL),
+                     retry, 1);
         return;
     }
     struct bsess *bs = mx_xcalloc(1, sizeof(*bs));
@@ -555,8 +558,8 @@ static struct bridge *bridge_for(struct mx_gateway *gw, struct mx_upstream *up)
         b->env.uc = gw->uclient;
         b->env.up = up;
         b->env.trace = gw->trace;
-        b->sessions =
-            mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms, MAX_SESSIONS, &cbs, b);
+        b->sessions = mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms,
+                                           (size_t)gw->cfg->listen.max_sessions, &cbs, b);
     }
     return b;
 }

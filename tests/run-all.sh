@@ -3,7 +3,7 @@
 #
 # The one test command, for developers and CI alike (run from anywhere):
 #   1. .ci/setup (packages and tests/js/node_modules)
-#   2. gcc Release build with -Werror into build/, ctest
+#   2. gcc Release build with -Werror into build/, ctest (and mcplex under valgrind)
 #   3. clang Debug build with ASan+UBSan and -Werror into build-asan/, ctest
 #   4. clang-format --dry-run --Werror over the C sources
 #   5. a grep for banned libc functions
@@ -105,11 +105,14 @@ build_and_test() {
     fi
     record "$name build" ok $((SECONDS - t0))
     note "$name: unit, fuzz-replay and other tests (-j$JOBS)"
-    ctest_run "$name unit" "$dir" -j "$JOBS" -LE integration
+    ctest_run "$name unit" "$dir" -j "$JOBS" -LE 'integration|valgrind'
     # Integration tests start several processes each and some time them:
     # one at a time on a two-core machine.
     note "$name: integration tests"
     ctest_run "$name integration" "$dir" -L integration
+    # mcplex under valgrind memcheck (defined in builds without sanitizers)
+    note "$name: valgrind"
+    ctest_run "$name valgrind" "$dir" -L valgrind
 }
 
 c_sources() {

@@ -34,6 +34,7 @@ struct cli {
     const char *log_level;
     int64_t drop_after_events;
     bool conformance;
+    bool whoami_credential;
 };
 
 static void usage(FILE *f)
@@ -61,6 +62,8 @@ static void usage(FILE *f)
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
           "  --conformance            serve the fixture set of the MCP conformance suite\n"
           "                           instead of the sim's own tools (see README)\n"
+          "  --whoami-credential yes  whoami also answers the credential header it got\n"
+          "                           (a misbehaving server, for leak tests)\n"
           "  --help                   this text\n",
           f);
 }
@@ -121,6 +124,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->cookie_env = val;
         } else if (strcmp(flag, "--log-level") == 0) {
             cli->log_level = val;
+        } else if (strcmp(flag, "--whoami-credential") == 0) {
+            cli->whoami_credential = strcmp(val, "yes") == 0;
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
@@ -241,6 +246,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");
         return 1;
     }
+    sim.whoami_credential = cli.whoami_credential;
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "check.h"
 #include "err.h"
 #include "log.h"
@@ -106,6 +107,19 @@ static void label(char *out, size_t cap, enum mx_sim_method m, int tool, const c
              tool >= 0 ? mx_sim_tool_name((enum mx_sim_tool)tool) : "", note);
 }
 
+/* --whoami-credential: a server that hands its credential to the model,
+ * which is what mcplex's trace redaction is there for. */
+static void leak_credential(const struct mx_sim *sim, const struct mx_req *req,
+                            struct mx_sim_reply *r)
+{
+    const struct mx_str *h =
+        mx_req_header(req, sim->auth_mode == MX_SIM_AUTH_COOKIE ? "Cookie" : "Authorization");
+    char *text = mx_xasprintf("%s got: %.*s", sim->name, h ? (int)h->len : 0, h ? h->p : "");
+    json_decref(r->result);
+    r->result = mx_sim_text_result(text, false);
+    free(text);
+}
+
 static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_session *s,
                         bool new_session, const char *method, json_t *id, json_t *params)
 {
@@ -121,6 +135,8 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
     json_t *out;
 
     mx_sim_mcp_request(&ctx, method, params, &r);
+    if (sim->whoami_credential && r.tool == MX_SIM_T_WHOAMI && r.result)
+        leak_credential(sim, req, &r);
     sim->stats.methods[m]++;
     if (r.tool >= 0)
         sim->stats.tools[r.tool]++;

@@ -122,6 +122,7 @@ struct mx_sim {
 
     int64_t drop_after_events; /* next SSE response is dropped after this many; -1: off */
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
+    bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
 
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;

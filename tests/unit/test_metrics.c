@@ -64,7 +64,7 @@ static void test_metrics_render_families(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {1700000000.0, 3, 2, 5, -1, NULL, 0, 4, 1};
+    struct mx_metrics_gauges g = {1700000000.0, 3, 2, 5, -1, NULL, 0, 4, 1, 7, 8, 9};
     char *t = render(m, &g);
     assert_true(has_line(t, "# TYPE mcplex_client_connections gauge"));
     assert_true(has_line(t, "# TYPE mcplex_guard_refusals_total counter"));
@@ -78,6 +78,10 @@ static void test_metrics_render_families(void **state)
     assert_true(has_line(t, "mcplex_guard_refusals_total 5"));
     assert_true(has_line(t, "mcplex_config_reloads_total{result=\"ok\"} 4"));
     assert_true(has_line(t, "mcplex_config_reloads_total{result=\"failed\"} 1"));
+    assert_true(has_line(t, "# TYPE mcplex_limit_refusals_total counter"));
+    assert_true(has_line(t, "mcplex_limit_refusals_total{limit=\"max_connections\"} 7"));
+    assert_true(has_line(t, "mcplex_limit_refusals_total{limit=\"max_connections_per_client\"} 8"));
+    assert_true(has_line(t, "mcplex_limit_refusals_total{limit=\"max_sessions\"} 9"));
     /* an unknown session count is left out, not shown as 0 */
     assert_null(strstr(t, "mcplex_sessions"));
     free(t);
@@ -97,7 +101,7 @@ static void test_metrics_label_escaping(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t s = mx_metrics_server_slot(m, "we\"ird\\na\nme");
     mx_metrics_upstream_retry(m, s);
     char *t = render(m, &g);
@@ -111,7 +115,7 @@ static void test_metrics_histogram_cumulative(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t s = mx_metrics_server_slot(m, "a");
     /* on a bound counts in that bucket (le is "less or equal") */
     mx_metrics_upstream_call(m, s, "tools/call", MX_METRICS_OK, 0.001, 0.0001);
@@ -211,7 +215,7 @@ static void test_metrics_method_label_bounded(void **state)
 
     /* a client inventing method names adds no series */
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t s = mx_metrics_server_slot(m, "a");
     char name[32];
     for (int i = 0; i < 1000; i++) {
@@ -232,7 +236,7 @@ static void test_metrics_streams_counted_not_timed(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t s = mx_metrics_server_slot(m, "a");
     mx_metrics_upstream_call(m, s, "GET", MX_METRICS_OK, 3600.0, 0.001);
     mx_metrics_upstream_call(m, s, "subscriptions/listen", MX_METRICS_CANCELLED, 10.0, 0.001);
@@ -257,7 +261,7 @@ static void test_metrics_negative_not_observed(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t s = mx_metrics_server_slot(m, "a");
     mx_metrics_upstream_call(m, s, "ping", MX_METRICS_CANCELLED, -1.0, -1.0);
     mx_metrics_wake_end(m, s, -3.0, MX_METRICS_WOKE);
@@ -282,7 +286,7 @@ static void test_metrics_wakes_retries_bytes(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
     size_t a = mx_metrics_server_slot(m, "a");
     size_t b = mx_metrics_server_slot(m, "b");
     assert_int_not_equal(a, b);
@@ -329,7 +333,7 @@ static void test_metrics_upstream_state_gauge(void **state)
     mx_upstream_init(&ups[1], &cfg[1]);
     mx_upstream_note(&ups[1], MX_UPSTREAM_EV_AUTH_REFUSED);
     struct mx_upstream *slots[2] = {&ups[0], &ups[1]};
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, slots, 2, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, slots, 2, 0, 0, 0, 0, 0};
     char *t = render(NULL, &g);
     static const char *const states[] = {"unknown", "up", "waking", "down", "auth-failed"};
     for (size_t i = 0; i < 2; i++) {
@@ -385,7 +389,7 @@ static void test_metrics_render_cap(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, 1, NULL, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, 1, NULL, 0, 0, 0, 0, 0, 0};
     mx_metrics_server_slot(m, "a");
     struct mx_buf b;
     mx_buf_init(&b, 1 << 20);

@@ -195,6 +195,9 @@ static void test_model_defaults(void **state)
     assert_int_equal(l->header_timeout_ms, 10000);
     assert_int_equal(l->idle_timeout_ms, 120000);
     assert_int_equal(l->session_idle_ms, 30 * 60000);
+    assert_int_equal(l->max_connections_per_client, 0);
+    assert_int_equal(l->max_sessions, 4096);
+    assert_int_equal(l->max_requests_per_connection, 100000);
     const struct mx_proxy_cfg *p = &cfg->proxy;
     assert_null(p->trace);
     assert_string_equal(p->vault, tmp_path(".config/mcplex/vault").s);
@@ -262,6 +265,9 @@ static void test_model_every_key(void **state)
                  "header_timeout = \"5s\"\n"
                  "idle_timeout = \"1m\"\n"
                  "session_idle = \"1h\"\n"
+                 "max_connections_per_client = 8\n"
+                 "max_sessions = 20\n"
+                 "max_requests_per_connection = 500\n"
                  "[proxy]\n"
                  "trace = \"~/trace.jsonl\"\n"
                  "vault = \"~/v/vault\"\n"
@@ -318,6 +324,9 @@ static void test_model_every_key(void **state)
     assert_int_equal(l->header_timeout_ms, 5000);
     assert_int_equal(l->idle_timeout_ms, 60000);
     assert_int_equal(l->session_idle_ms, 3600000);
+    assert_int_equal(l->max_connections_per_client, 8);
+    assert_int_equal(l->max_sessions, 20);
+    assert_int_equal(l->max_requests_per_connection, 500);
     const struct mx_proxy_cfg *p = &cfg->proxy;
     assert_string_equal(p->trace, tmp_path("trace.jsonl").s);
     assert_string_equal(p->vault, tmp_path("v/vault").s);
@@ -444,6 +453,12 @@ static const struct err_case err_cases[] = {
     {"max_concurrency 0", SRV URL "max_concurrency = 0\n", 3, 19, "between 1 and 10000"},
     {"max_connections 0", "[listen]\nmax_connections = 0\n", 2, 19, "between 1 and"},
     {"max_header small", "[listen]\nmax_header = 100\n", 2, 14, "between 1024 and"},
+    {"max_connections_per_client negative", "[listen]\nmax_connections_per_client = -1\n", 2, 30,
+     "between 0 and 1000000"},
+    {"max_sessions 0", "[listen]\nmax_sessions = 0\n", 2, 16, "between 1 and 1000000"},
+    {"max_sessions string", "[listen]\n\nmax_sessions = \"10\"\n", 3, 16, "integer"},
+    {"max_requests_per_connection 0", "[listen]\nmax_requests_per_connection = 0\n", 2, 31,
+     "between 1 and"},
     {"empty path", "[proxy]\nvault = \"\"\n", 2, 9, "'vault' must not be empty"},
     /* listen */
     {"address without port", "[listen]\naddress = \"127.0.0.1\"\n", 2, 11, "must be host:port"},

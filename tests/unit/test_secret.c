@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/crypto.h>
 
 #include "err.h"
 #include "rand.h"
@@ -366,6 +368,27 @@ static int no_leaks(void **state)
     return mx_secret_live_cnt() == 0 ? 0 : -1;
 }
 
+/* Last: it changes the process. Non-dumpable afterwards, the secure heap
+ * up, and secrets still made, compared and wiped as before. */
+static void test_secret_protect_process(void **state)
+{
+    const char *why = "unset";
+    (void)state;
+    assert_int_equal(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1);
+    assert_int_equal(mx_secret_protect_process(&why), 0);
+    assert_null(why);
+    assert_int_equal(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 0);
+    assert_true(CRYPTO_secure_malloc_initialized());
+    size_t used = CRYPTO_secure_used();
+    struct mx_secret *s = mx_secret_new("locked-value", 12);
+    assert_true(CRYPTO_secure_used() > used); /* the value went to the locked heap */
+    assert_true(mx_secret_equal(s, "locked-value", 12));
+    mx_secret_free(s);
+    assert_int_equal(CRYPTO_secure_used(), used);
+    /* twice is fine */
+    assert_int_equal(mx_secret_protect_process(&why), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -380,6 +403,7 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_env_new, no_leaks),
         cmocka_unit_test_teardown(test_secret_redact, no_leaks),
         cmocka_unit_test_teardown(test_secret_equal, no_leaks),
+        cmocka_unit_test_teardown(test_secret_protect_process, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

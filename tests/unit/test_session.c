@@ -40,6 +40,8 @@ static void test_session_table(void **state)
     assert_non_null(b);
     assert_non_null(c);
     assert_null(mx_session_new(t)); /* at the cap */
+    assert_null(mx_session_new(t));
+    assert_int_equal(mx_session_refused_cnt(t), 2);
     assert_int_equal(mx_session_cnt(t), 3);
     assert_int_equal(strlen(a->id), MX_SESSION_ID_LEN);
     assert_string_not_equal(a->id, b->id);

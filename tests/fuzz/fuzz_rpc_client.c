@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A message arriving from a client at /mcp: arbitrary bytes as the body of
+ * a POST in an open session, through the real router (parse with duplicate
+ * keys refused, classify, session checks, the method table, the merged
+ * lists and cursors, routing by name and URI, the id map, answers to
+ * requests the client never got). Never crashes; every JSON answer is one
+ * JSON-RPC message; once the request is over no call is left in the id map.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc_world.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct world_resp r;
+    world_init();
+    world_session();
+    int status = world_post(world_g.sid, data, size, &r);
+    MX_ASSERT(status == 0 || (status >= 200 && status < 600));
+    world_check_json(&r);
+    mx_buf_clear(&r.body);
+    MX_ASSERT(mx_idmap_call_cnt(world_g.m->ids) == 0);
+    return 0;
+}
