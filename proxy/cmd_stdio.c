@@ -130,6 +130,10 @@ static struct mx_config *load(const char *cfg_arg, const char *level_arg)
         return NULL;
     }
     mx_log_set_level(level);
+    /* as serve: no core file, secret values in locked memory */
+    const char *why;
+    if (mx_secret_protect_process(&why) != 0)
+        mx_log_warn(SUBSYS, "%s", why);
     if (mx_config_resolve_secrets(cfg, &diag) != 0) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
         mx_config_free(cfg);

@@ -240,6 +240,12 @@ int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, s
         added++;
     }
     free(keep);
+    /* the old client token is no longer checked: wipe it now, even if its
+     * generation lives on for upstreams that did not change */
+    if (old->listen.client_token != cfg->listen.client_token) {
+        mx_secret_free(old->listen.client_token);
+        old->listen.client_token = NULL;
+    }
     mx_mcp_reloaded(gw->mcp);
     /* the generation before this one loses its "current" hold */
     for (struct mx_cfg_gen *g = gw->gens; g; g = g->next) {

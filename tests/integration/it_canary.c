@@ -5,7 +5,8 @@
  * a cmd: source) and for the client token (a 0600 file), the whole
  * scenario through mcplex (initialize, lists, calls at /mcp, also from the
  * official TypeScript SDK client, and at /mcp/<server>, refused requests,
- * one upstream killed mid-session and restarted, /health, /metrics), with
+ * one upstream killed mid-session and restarted, the client token rotated
+ * and applied with `mcplex reload`, /health, /metrics), with
  * the trace on and the access log, once with JSON logs and once with text.
  * One upstream misbehaves and answers its own credential inside a tool
  * result: the trace must show it masked.
@@ -44,6 +45,7 @@ struct run {
     char can_a[MX_IT_CANARY_SIZE]; /* alpha's bearer token (env:) */
     char can_b[MX_IT_CANARY_SIZE]; /* beta's cookie (cmd:) */
     char can_c[MX_IT_CANARY_SIZE]; /* the client token (file:) */
+    char can_d[MX_IT_CANARY_SIZE]; /* the client token after the reload */
     int port;
     int beta_port;
     pid_t mcplex;
@@ -370,6 +372,39 @@ static void step_refusals(struct run *r)
     xchg_expect(r, "POST", "/mcp/nosuch", "{}", false, 404, NULL);
 }
 
+/* The client token is rotated in its file and `mcplex reload` applies it:
+ * every secret reference is resolved again (the cmd: source runs again),
+ * the old token is refused, the new one works, and the open session and
+ * both upstreams (unchanged) carry on. */
+static void step_reload(struct run *r)
+{
+    mx_it_canary(r->can_d, sizeof(r->can_d));
+    char *token_file = mx_it_path("client.token");
+    assert_int_equal(mx_it_write_file(token_file, r->can_d, strlen(r->can_d)), 0);
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    const char *argv[] = {bin, "reload", "-c", r->cfg_path, NULL};
+    char *out = NULL;
+    assert_int_equal(mx_it_run("mcplex-reload", argv, NULL, 40000, &out), 0);
+    assert_non_null(strstr(out, "reloaded: 2 upstreams"));
+    free(out);
+    /* the old token is refused now */
+    xchg_expect(r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"ping\"}", true, 403,
+                NULL);
+    free(r->bearer_hdr);
+    r->bearer_hdr = mx_xasprintf("Authorization: Bearer %s", r->can_d);
+    xchg_expect(r, "POST", "/mcp",
+                "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"beta_echo\",\"arguments\":{\"message\":\"after reload\"}}}",
+                true, 200, "after reload");
+    xchg_expect(r, "POST", "/mcp",
+                "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"alpha_echo\",\"arguments\":{\"message\":\"alpha after reload\"}}}",
+                true, 200, "alpha after reload");
+    xchg_expect(r, "GET", "/health", NULL, false, 200, "\"ok\":1");
+    free(bin);
+    free(token_file);
+}
+
 static void step_endpoints(struct run *r)
 {
     xchg_expect(r, "GET", "/health", NULL, false, 200, "alpha");
@@ -390,15 +425,16 @@ struct step {
     void (*fn)(struct run *r);
 };
 
-/* In order. A config reload step belongs after step_crash_restart (the
- * upstreams and the session are up then, and the endpoints and the core
- * checks that follow cover what the reload did). */
+/* In order. The reload comes after the crash and restart of an upstream
+ * (the upstreams and the session are up then), and the endpoints and the
+ * core checks that follow cover what the reload did. */
 static const struct step steps[] = {
     {"start", step_start},
     {"session", step_session},
     {"SDK client", step_sdk_client},
     {"leaky upstream", step_leaky_upstream},
     {"crash and restart an upstream", step_crash_restart},
+    {"reload with a rotated client token", step_reload},
     {"refusals", step_refusals},
     {"health and metrics", step_endpoints},
     {"crash mcplex", step_crash_mcplex},
@@ -408,9 +444,10 @@ static void scan_everything(struct run *r)
 {
     char *log = mx_it_path("mcplex.log");
     char *check = mx_it_path("mcplex-check.log");
-    const char *paths[] = {log, check, r->trace_path, r->seen_path, r->core_dir, NULL};
-    const char *canaries[] = {r->can_a, r->can_b, r->can_c};
-    for (size_t i = 0; i < 3; i++) {
+    char *reload = mx_it_path("mcplex-reload.log");
+    const char *paths[] = {log, check, reload, r->trace_path, r->seen_path, r->core_dir, NULL};
+    const char *canaries[] = {r->can_a, r->can_b, r->can_c, r->can_d};
+    for (size_t i = 0; i < 4; i++) {
         char **hits = NULL;
         int n = mx_it_scan_for(paths, canaries[i], &hits);
         for (char **h = hits; n > 0 && h && *h; h++)
@@ -431,6 +468,7 @@ static void scan_everything(struct run *r)
     free(text);
     free(log);
     free(check);
+    free(reload);
 }
 
 static void run_free(struct run *r)
