@@ -18,6 +18,7 @@
 #include "gateway.h"
 #include "idmap.h"
 #include "mcp.h"
+#include "mcp_2026.h"
 #include "session.h"
 #include "upsess.h"
 #include "uriroute.h"
@@ -112,6 +113,7 @@ struct mx_mcp {
     bool sig_known;
     ev_timer announce; /* coalesces list_changed announcements */
     bool shutting_down;
+    struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
 };
 
 /* ---- mcp_up.c ---- */
@@ -172,5 +174,13 @@ void mcp_push(struct mx_session *s, const json_t *msg);
 /* The most verbose level any session asked for, or -1. */
 int mcp_min_log_level(struct mx_mcp *m);
 const char *mcp_log_level_name(int level);
+/* The capabilities and instructions of the merged server (new references;
+ * instructions NULL when no upstream has any). */
+json_t *mcp_merged_caps(struct mx_mcp *m);
+json_t *mcp_merged_instructions(struct mx_mcp *m);
+/* One page of the merged |kind| list for |params| (its cursor): a new
+ * result object, or NULL with |*why| set when the cursor is refused. */
+json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                      const char **why);
 
 #endif

@@ -609,6 +609,7 @@ static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
         mx_log_debug(SUBSYS, "%s to %zu sessions", methods[k], n);
         json_decref(note);
     }
+    mcp_modern_announce(m, changed);
 }
 
 void mcp_announce_now(struct mx_mcp *m)
