@@ -9,8 +9,9 @@
  * server-everything answered through an input_required result and the
  * retry, the clear error when the retry comes too late, closing a call's
  * stream cancelling it upstream, and a list change reaching a
- * subscriptions/listen stream. A 2025 client uses the same mcplex at the same
- * time. No canary in anything mcplex printed or wrote.
+ * subscriptions/listen stream; then the same through the official TypeScript
+ * SDK v2 client pinned to 2026-07-28. A 2025 client uses the same mcplex at
+ * the same time. No canary in anything mcplex printed or wrote.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -703,6 +704,66 @@ static void assert_legacy_client(const struct world *w)
     json_decref(out);
 }
 
+/* The official TypeScript SDK v2 client pinned to 2026-07-28: discover,
+ * lists, calls on both sims, progress, sampling through MRTR (answered by
+ * its own handler), a list change through subscriptions/listen. */
+static void assert_sdk_client(const struct world *w)
+{
+    const char *args[] = {
+        w->url,
+        "{\"calls\":[{\"name\":\"alpha_whoami\"},{\"name\":\"beta_whoami\"}],"
+        "\"progress\":{\"name\":\"beta_slow\",\"arguments\":{\"steps\":3,\"interval_ms\":50}},"
+        "\"sampling\":{\"name\":\"trigger-sampling-request\",\"arguments\":{\"prompt\":\"q\","
+        "\"maxTokens\":5},\"reply\":\"SDK-REPLY-9\"},"
+        "\"listen\":{\"name\":\"gzip-file-as-resource\",\"arguments\":{\"name\":\"sdk.txt\","
+        "\"data\":\"data:text/plain;base64,aGVsbG8=\"}}}",
+        NULL};
+    json_t *out = NULL;
+    assert_int_equal(mx_it_node("client26.mjs", args, NULL, &out), 0);
+    assert_non_null(out);
+    if (!json_is_true(json_object_get(out, "ok")))
+        fail_msg("SDK client: %s", json_string_value(json_object_get(out, "error")));
+    assert_string_equal(json_string_value(json_object_get(out, "protocol_version")), "2026-07-28");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "server"), "name")),
+                        "mcplex");
+    /* it really spoke 2026: discover first, no initialize, no session */
+    json_t *wire = json_object_get(out, "wire");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(wire, 0), "method")),
+                        "server/discover");
+    size_t i, calls = 0;
+    json_t *e;
+    json_array_foreach(wire, i, e)
+    {
+        const char *m = json_string_value(json_object_get(e, "method"));
+        assert_true(m == NULL || strcmp(m, "initialize") != 0);
+        assert_false(json_is_true(json_object_get(e, "session")));
+        assert_string_equal(json_string_value(json_object_get(e, "version")), "2026-07-28");
+        if (m && strcmp(m, "tools/call") == 0)
+            calls++;
+    }
+    /* two plain calls, progress, and the sampling call plus its retry, the
+     * listen's call */
+    assert_int_equal(calls, 6);
+    assert_true(has_name(json_object_get(out, "tools"), "alpha_slow"));
+    json_t *texts = json_object_get(out, "calls");
+    assert_string_equal(json_string_value(json_array_get(texts, 0)), "sim-a");
+    assert_string_equal(json_string_value(json_array_get(texts, 1)), "sim-b");
+    assert_int_equal(json_array_size(json_object_get(out, "progress")), 3);
+    assert_string_equal(json_string_value(json_object_get(out, "progress_result")),
+                        "done after 3 steps");
+    assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(out, "sampling_result")), "SDK-REPLY-9"));
+    assert_true(json_is_true(
+        json_object_get(json_object_get(out, "listen_honored"), "resourcesListChanged")));
+    assert_true(json_is_true(json_object_get(out, "notified")));
+    assert_false(
+        has_name(json_object_get(out, "resources_before"), "demo://resource/session/sdk.txt"));
+    assert_true(
+        has_name(json_object_get(out, "resources_after"), "demo://resource/session/sdk.txt"));
+    json_decref(out);
+}
+
 static void assert_no_canary(const struct world *w)
 {
     const char *canaries[] = {w->a_token, w->b_token, w->ev_token};
@@ -730,6 +791,7 @@ static void test_stateless_clients(void **state)
     assert_mrtr(&w);
     assert_close_cancels(&w);
     assert_listen(&w);
+    assert_sdk_client(&w);
     assert_legacy_client(&w);
 
     assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
