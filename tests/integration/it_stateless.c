@@ -5,13 +5,12 @@
  * 2025-era): every refusal the revision specifies for headers and _meta,
  * server/discover, the merged lists paged with self-contained cursors, calls
  * routed to each upstream, progress streamed with the client's token, a
- * missing resource as -32602 with data.uri, a sampling question from
- * server-everything answered through an input_required result and the
- * retry, the clear error when the retry comes too late, closing a call's
- * stream cancelling it upstream, and a list change reaching a
- * subscriptions/listen stream; then the same through the official TypeScript
- * SDK v2 client pinned to 2026-07-28. A 2025 client uses the same mcplex at
- * the same time. No canary in anything mcplex printed or wrote.
+ * missing resource as -32602 with data.uri, a completion, sampling and
+ * elicitation questions from server-everything answered through
+ * input_required results and their retries, the clear error when the retry comes too late, closing
+ * a call's stream cancelling it upstream, and a list change reaching a subscriptions/listen stream;
+ * then the same through the official TypeScript SDK v2 client pinned to 2026-07-28. A 2025 client
+ * uses the same mcplex at the same time. No canary in anything mcplex printed or wrote.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -446,6 +445,16 @@ static void assert_calls(const struct world *w)
                         "nothing://here");
     answer_clear(&a);
 
+    /* completion by prompt name */
+    call26(w, "completion/complete", NULL,
+           "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"completable-prompt\"},"
+           "\"argument\":{\"name\":\"department\",\"value\":\"Eng\"}",
+           NULL, NULL, &a);
+    json_t *values = json_object_get(json_object_get(result_of(&a), "completion"), "values");
+    assert_int_equal(json_array_size(values), 1);
+    assert_string_equal(json_string_value(json_array_get(values, 0)), "Engineering");
+    answer_clear(&a);
+
     /* progress, with the client's own token, streamed before the answer */
     call26(w, "tools/call", "alpha_slow",
            "\"name\":\"alpha_slow\",\"arguments\":{\"steps\":3,\"interval_ms\":50}", NULL,
@@ -517,6 +526,33 @@ static void assert_mrtr(const struct world *w)
     answer_clear(&a);
     free(other);
     free(retry);
+
+    /* elicitation the same way */
+    call26(w, "tools/call", "trigger-elicitation-request",
+           "\"name\":\"trigger-elicitation-request\",\"arguments\":{}", "{\"elicitation\":{}}",
+           NULL, &a);
+    r = result_of(&a);
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
+    reqs = json_object_get(r, "inputRequests");
+    assert_int_equal(json_object_size(reqs), 1);
+    char *ek = mx_xstrdup(json_object_iter_key(json_object_iter(reqs)));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(reqs, ek), "method")),
+                        "elicitation/create");
+    char *eretry = mx_xasprintf(
+        "\"name\":\"trigger-elicitation-request\",\"arguments\":{},\"requestState\":\"%s\","
+        "\"inputResponses\":{\"%s\":{\"action\":\"accept\",\"content\":{\"name\":"
+        "\"ELICITED-NAME-3\"}}}",
+        json_string_value(json_object_get(r, "requestState")), ek);
+    answer_clear(&a);
+    call26(w, "tools/call", "trigger-elicitation-request", eretry, "{\"elicitation\":{}}", NULL,
+           &a);
+    assert_int_equal(a.status, 200);
+    assert_non_null(strstr(a.body, "ELICITED-NAME-3"));
+    assert_string_equal(json_string_value(json_object_get(result_of(&a), "resultType")),
+                        "complete");
+    answer_clear(&a);
+    free(eretry);
+    free(ek);
 
     /* a client that did not declare sampling is never asked: the upstream
      * hears the refusal and the call ends */
