@@ -78,8 +78,9 @@ struct mcall {
     char handle[HANDLE_LEN + 1];
     bool sse;
     bool blocked;
-    bool orphan; /* nobody will take the answer */
-    bool parked; /* answered input_required; waits for the retry */
+    bool orphan;  /* nobody will take the answer */
+    bool parked;  /* answered input_required; waits for the retry */
+    bool counted; /* in gw->inflight: a client request is attached */
     bool freed;
     json_t *asked;   /* key -> {"id", "method", "params"} the upstream waits for */
     uint64_t up_key; /* the upstream session that asked */
@@ -308,6 +309,18 @@ static void call_release(struct mcall *c)
     free(c);
 }
 
+/* A parked call has no client request: it must not hold up a drain. */
+static void call_count(struct mcall *c, bool on)
+{
+    if (c->counted == on)
+        return;
+    c->counted = on;
+    if (on)
+        c->mm->m->gw->inflight++;
+    else
+        c->mm->m->gw->inflight--;
+}
+
 /* Forget the call: no answer reaches anyone after this. */
 static void call_free(struct mcall *c)
 {
@@ -330,7 +343,7 @@ static void call_free(struct mcall *c)
     if (c->req)
         mx_req_set_handler(c->req, NULL, NULL, NULL);
     c->req = NULL;
-    mm->m->gw->inflight--;
+    call_count(c, false);
     call_release(c);
 }
 
@@ -478,6 +491,7 @@ static void call_ask(struct mcall *c)
     free(state);
     finish_result(result, false, 0);
     c->parked = true;
+    call_count(c, false);
     ev_timer_set(&c->park, wait, 0.0);
     ev_timer_start(c->mm->m->loop, &c->park);
     call_reply(c, result, false);
@@ -683,6 +697,7 @@ static void call_attach(struct mcall *c, struct mx_req *req, json_t *msg)
     c->sse = false;
     c->blocked = false;
     c->parked = false;
+    call_count(c, true);
     ev_timer_stop(c->mm->m->loop, &c->park);
     mx_req_set_handler(req, call_drain, call_abort, c);
 }
@@ -744,7 +759,6 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     c->next = mm->calls;
     mm->calls = c;
     mm->call_cnt++;
-    m->gw->inflight++;
     call_attach(c, req, msg);
 
     upstream_shape(upmsg, c->up_id, c->token != NULL);
@@ -1002,6 +1016,21 @@ static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *
     send_result(m, req, json_object_get(msg, "id"), result);
 }
 
+/* MCP 2026-07-28, Caching: the merged list is as fresh as its stalest
+ * source; a source without a hint (every 2025 upstream) counts as 0. */
+static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind)
+{
+    json_int_t min = -1;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = up_at(m, i);
+        if (!mcp_up_visible(u) || u->lists[kind] == NULL)
+            continue;
+        if (min < 0 || u->ttl_ms[kind] < min)
+            min = u->ttl_ms[kind];
+    }
+    return min < 0 ? 0 : min;
+}
+
 static void respond_list(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                          enum mx_agg_kind kind)
 {
@@ -1013,10 +1042,7 @@ static void respond_list(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
         send_error(mm->m, req, 200, id, RPC_INVALID_PARAMS, why, NULL);
         return;
     }
-    /* 2025 upstreams give no freshness hint: a hint absent is 0 (MCP
-     * 2026-07-28, Caching), and the merged list is as fresh as its
-     * stalest part */
-    finish_result(result, true, 0);
+    finish_result(result, true, list_ttl(mm->m, kind));
     send_result(mm->m, req, id, result);
 }
 

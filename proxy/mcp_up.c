@@ -360,6 +360,10 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     mcp_up_note_ok(u);
     json_t *result = json_object_get(resp, "result");
     json_t *items = json_object_get(result, mx_agg_list_key((enum mx_agg_kind)r->kind));
+    /* MCP 2026-07-28, Caching: no hint is 0; a list is as fresh as its stalest page */
+    json_int_t ttl = json_integer_value(json_object_get(result, "ttlMs"));
+    if (r->pages == 1 || ttl < u->ttl_ms[r->kind])
+        u->ttl_ms[r->kind] = ttl > 0 ? ttl : 0;
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
         store_list(u, r->kind, json_array());

@@ -61,6 +61,7 @@ struct mx_sim_mcp_ctx {
     /* The sim://config document; a new reference, or NULL when unset. */
     json_t *(*config_json)(void *arg);
     void *config_arg;
+    int64_t list_ttl_ms; /* ttlMs on every list result (a freshness hint); 0: none */
 };
 
 /*

@@ -47,6 +47,9 @@ struct world {
     char ev_token[MX_IT_CANARY_SIZE];
     int port;
     int a_port;
+    int b_port;
+    char *a_secret;
+    char *b_secret;
     pid_t mcplex;
     char *url;
     char *log;
@@ -62,38 +65,37 @@ static char *secret_file(const char *name, const char *value)
 
 static void start_world(struct world *w)
 {
-    int pb, pe;
+    int pe;
     mx_it_canary(w->a_token, sizeof(w->a_token));
     mx_it_canary(w->b_token, sizeof(w->b_token));
     mx_it_canary(w->ev_token, sizeof(w->ev_token));
-    const char *a_args[] = {"--name", "sim-a", NULL};
-    const char *b_args[] = {"--name", "sim-b", NULL};
+    /* both give a freshness hint on their lists; server-everything none */
+    const char *a_args[] = {"--name", "sim-a", "--list-ttl-ms", "30000", NULL};
+    const char *b_args[] = {"--name", "sim-b", "--list-ttl-ms", "20000", NULL};
     assert_true(mx_it_start_sim("sim-a", w->a_token, a_args, &w->a_port) > 0);
-    assert_true(mx_it_start_sim("sim-b", w->b_token, b_args, &pb) > 0);
+    assert_true(mx_it_start_sim("sim-b", w->b_token, b_args, &w->b_port) > 0);
     assert_true(mx_it_start_everything(w->ev_token, &pe) > 0);
-    char *sa = secret_file("a.secret", w->a_token);
-    char *sb = secret_file("b.secret", w->b_token);
+    w->a_secret = secret_file("a.secret", w->a_token);
+    w->b_secret = secret_file("b.secret", w->b_token);
     char *se = secret_file("ev.secret", w->ev_token);
     w->port = mx_it_free_port();
     w->trace = mx_it_path("trace.jsonl");
-    char *cfg =
-        mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
-                     "[proxy]\ntrace = \"%s\"\npage_size = %d\n"
-                     "[servers.alpha]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
-                     "secret = \"file:%s\"\n"
-                     "[servers.beta]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
-                     "secret = \"file:%s\"\nsession = \"per-client\"\n"
-                     "[servers.ev]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
-                     "secret = \"file:%s\"\nrequest_timeout = \"%ds\"\n",
-                     w->port, w->trace, PAGE_SIZE, w->a_port, sa, pb, sb, pe, se, EV_TIMEOUT_S);
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\ntrace = \"%s\"\npage_size = %d\n"
+                             "[servers.alpha]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n"
+                             "[servers.beta]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\nsession = \"per-client\"\n"
+                             "[servers.ev]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\nrequest_timeout = \"%ds\"\n",
+                             w->port, w->trace, PAGE_SIZE, w->a_port, w->a_secret, w->b_port,
+                             w->b_secret, pe, se, EV_TIMEOUT_S);
     char *cfg_path = mx_it_path("mcplex.toml");
     assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
     w->mcplex = mx_it_start_mcplex(cfg_path, w->port);
     assert_true(w->mcplex > 0);
     w->url = mx_xasprintf("http://127.0.0.1:%d/mcp", w->port);
     w->log = mx_it_path("mcplex.log");
-    free(sa);
-    free(sb);
     free(se);
     free(cfg);
     free(cfg_path);
@@ -101,6 +103,8 @@ static void start_world(struct world *w)
 
 static void free_world(struct world *w)
 {
+    free(w->a_secret);
+    free(w->b_secret);
     free(w->url);
     free(w->log);
     free(w->trace);
@@ -134,8 +138,8 @@ static void answer_clear(struct answer *a)
 }
 
 /* POST |body| with the given 2026 headers (NULL: left out). */
-static void post_raw(const struct world *w, const char *body, const char *version,
-                     const char *method, const char *name, struct answer *a)
+static void post_raw(const char *url, const char *body, const char *version, const char *method,
+                     const char *name, struct answer *a)
 {
     char *hv = version ? mx_xasprintf("MCP-Protocol-Version: %s", version) : NULL;
     char *hm = method ? mx_xasprintf("Mcp-Method: %s", method) : NULL;
@@ -152,7 +156,7 @@ static void post_raw(const struct world *w, const char *body, const char *versio
     hdrs[n] = NULL;
     memset(a, 0, sizeof(*a));
     assert_int_equal(
-        mx_it_http_full("POST", w->url, hdrs, body, 20000, &a->status, &a->headers, &a->body), 0);
+        mx_it_http_full("POST", url, hdrs, body, 20000, &a->status, &a->headers, &a->body), 0);
     const char *last = NULL;
     for (const char *p = strstr(a->body, "data: "); p; p = strstr(p + 1, "data: "))
         last = p + 6;
@@ -163,12 +167,18 @@ static void post_raw(const struct world *w, const char *body, const char *versio
 }
 
 /* A well-formed 2026 request. */
+static void call26_at(const char *url, const char *method, const char *name, const char *params,
+                      const char *caps, const char *meta_extra, struct answer *a)
+{
+    char *body = body_of(1, method, params, caps, meta_extra);
+    post_raw(url, body, "2026-07-28", method, name, a);
+    free(body);
+}
+
 static void call26(const struct world *w, const char *method, const char *name, const char *params,
                    const char *caps, const char *meta_extra, struct answer *a)
 {
-    char *body = body_of(1, method, params, caps, meta_extra);
-    post_raw(w, body, "2026-07-28", method, name, a);
-    free(body);
+    call26_at(w->url, method, name, params, caps, meta_extra, a);
 }
 
 static json_t *result_of(const struct answer *a)
@@ -208,19 +218,19 @@ static void assert_refusals(const struct world *w)
 {
     struct answer a;
     char *ok = body_of(11, "tools/list", "", NULL, NULL);
-    post_raw(w, ok, NULL, "tools/list", NULL, &a);
+    post_raw(w->url, ok, NULL, "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     /* the id of the request is echoed */
     assert_int_equal(json_integer_value(json_object_get(a.msg, "id")), 11);
     answer_clear(&a);
 
-    post_raw(w, ok, "2026-07-28", NULL, NULL, &a);
+    post_raw(w->url, ok, "2026-07-28", NULL, NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     answer_clear(&a);
 
-    post_raw(w, ok, "2026-07-28", "prompts/list", NULL, &a);
+    post_raw(w->url, ok, "2026-07-28", "prompts/list", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     answer_clear(&a);
@@ -230,7 +240,7 @@ static void assert_refusals(const struct world *w)
         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
         "\"io.modelcontextprotocol/protocolVersion\":\"v999\","
         "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
-    post_raw(w, b, "2026-07-28", "tools/list", NULL, &a);
+    post_raw(w->url, b, "2026-07-28", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     answer_clear(&a);
@@ -239,7 +249,7 @@ static void assert_refusals(const struct world *w)
     /* no clientCapabilities: -32602 */
     b = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{"
                      "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
-    post_raw(w, b, "2026-07-28", "tools/list", NULL, &a);
+    post_raw(w->url, b, "2026-07-28", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32602);
     answer_clear(&a);
@@ -249,7 +259,7 @@ static void assert_refusals(const struct world *w)
     b = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{"
                      "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2099-01-01\","
                      "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
-    post_raw(w, b, "2099-01-01", "tools/list", NULL, &a);
+    post_raw(w->url, b, "2099-01-01", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32022);
     json_t *data = json_object_get(json_object_get(a.msg, "error"), "data");
@@ -262,16 +272,16 @@ static void assert_refusals(const struct world *w)
     /* Mcp-Name missing, then different from the body, for tools/call */
     b = body_of(6, "tools/call", "\"name\":\"alpha_echo\",\"arguments\":{\"message\":\"x\"}", NULL,
                 NULL);
-    post_raw(w, b, "2026-07-28", "tools/call", NULL, &a);
+    post_raw(w->url, b, "2026-07-28", "tools/call", NULL, &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     answer_clear(&a);
-    post_raw(w, b, "2026-07-28", "tools/call", "beta_echo", &a);
+    post_raw(w->url, b, "2026-07-28", "tools/call", "beta_echo", &a);
     assert_int_equal(a.status, 400);
     assert_int_equal(error_code(&a), -32020);
     answer_clear(&a);
     /* the Base64 sentinel form is decoded before comparing */
-    post_raw(w, b, "2026-07-28", "tools/call", "=?base64?YWxwaGFfZWNobw==?=", &a);
+    post_raw(w->url, b, "2026-07-28", "tools/call", "=?base64?YWxwaGFfZWNobw==?=", &a);
     assert_int_equal(a.status, 200);
     assert_string_equal(first_text(result_of(&a)), "x");
     answer_clear(&a);
@@ -330,8 +340,27 @@ static bool has_name(json_t *names, const char *name)
 
 /* Every page of the merged tools list, each on its own connection: the
  * cursor alone carries the position. */
+static json_t *list_all_at(const char *url, const char *method, const char *key, const char *field,
+                           int *pages, json_t *ttls);
+
 static json_t *list_all(const struct world *w, const char *method, const char *key,
                         const char *field, int *pages)
+{
+    json_t *ttls = json_array();
+    json_t *names = list_all_at(w->url, method, key, field, pages, ttls);
+    size_t i;
+    json_t *t;
+    /* server-everything gives no hint: 0 for the merged list */
+    json_array_foreach(ttls, i, t)
+    {
+        assert_int_equal(json_integer_value(t), 0);
+    }
+    json_decref(ttls);
+    return names;
+}
+
+static json_t *list_all_at(const char *url, const char *method, const char *key, const char *field,
+                           int *pages, json_t *ttls)
 {
     json_t *names = json_array();
     char *cursor = NULL;
@@ -339,11 +368,12 @@ static json_t *list_all(const struct world *w, const char *method, const char *k
     for (;;) {
         struct answer a;
         char *params = cursor ? mx_xasprintf("\"cursor\":\"%s\"", cursor) : mx_xstrdup("");
-        call26(w, method, NULL, params, NULL, NULL, &a);
+        call26_at(url, method, NULL, params, NULL, NULL, &a);
         free(params);
         assert_int_equal(a.status, 200);
         json_t *r = result_of(&a);
         assert_modern_result(r, true);
+        json_array_append_new(ttls, json_integer(json_integer_value(json_object_get(r, "ttlMs"))));
         size_t i;
         json_t *it;
         json_array_foreach(json_object_get(r, key), i, it)
@@ -397,6 +427,51 @@ static void assert_lists(const struct world *w)
     assert_int_equal(a.status, 200);
     assert_int_equal(error_code(&a), -32602);
     answer_clear(&a);
+}
+
+/* MCP 2026-07-28, Caching: upstream hints pass, the merged list carries
+ * the smallest (another mcplex, over the two sims alone). */
+static void assert_ttl_hints(const struct world *w)
+{
+    int port = mx_it_free_port();
+    /* its own state_dir: lists from the first one's on-disk catalogue are
+     * not fresh (a hint counts from receipt), so they carry 0 */
+    char *state = mx_it_path("state-sims-only");
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\nstate_dir = \"%s\"\n"
+                             "[servers.alpha]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n"
+                             "[servers.beta]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n",
+                             port, state, w->a_port, w->a_secret, w->b_port, w->b_secret);
+    char *path = mx_it_path("sims-only.toml");
+    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
+    pid_t pid = mx_it_start_mcplex(path, port);
+    assert_true(pid > 0);
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", port);
+    static const char *const lists[][3] = {{"tools/list", "tools", "name"},
+                                           {"prompts/list", "prompts", "name"},
+                                           {"resources/list", "resources", "uri"}};
+    for (size_t k = 0; k < 3; k++) {
+        int pages;
+        json_t *ttls = json_array();
+        json_t *names = list_all_at(url, lists[k][0], lists[k][1], lists[k][2], &pages, ttls);
+        assert_true(json_array_size(names) > 0);
+        size_t i;
+        json_t *t;
+        json_array_foreach(ttls, i, t)
+        {
+            assert_int_equal(json_integer_value(t), 20000);
+        }
+        json_decref(ttls);
+        json_decref(names);
+    }
+    assert_int_equal(mx_it_signal(pid, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(pid, 15000) >= 0);
+    free(url);
+    free(path);
+    free(cfg);
+    free(state);
 }
 
 static void assert_calls(const struct world *w)
@@ -823,6 +898,7 @@ static void test_stateless_clients(void **state)
     assert_refusals(&w);
     assert_discover(&w);
     assert_lists(&w);
+    assert_ttl_hints(&w);
     assert_calls(&w);
     assert_mrtr(&w);
     assert_close_cancels(&w);

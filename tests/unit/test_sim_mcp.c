@@ -19,7 +19,7 @@ static json_t *fake_config(void *arg)
     return json_pack("{s:i}", "pause_after_ms", 250);
 }
 
-static const struct mx_sim_mcp_ctx ctx = {"tester", "2025-06-18", fake_config, NULL};
+static const struct mx_sim_mcp_ctx ctx = {"tester", "2025-06-18", fake_config, NULL, 0};
 
 /* Run |method| with |params_json| (NULL: no params) into |r|. */
 static void run(const char *method, const char *params_json, struct mx_sim_reply *r)
