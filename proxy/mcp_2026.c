@@ -1338,11 +1338,11 @@ bool mcp_modern_refuses(struct mx_mcp *m, struct mx_req *req)
         !mx_rev_is_modern(NULL, &h))
         return false;
     /* MCP 2026-07-28, Streamable HTTP: POST only */
-    char *text = mx_rpc_dump(mx_rpc_error_new(NULL, RPC_INVALID_REQUEST,
-                                              "Method Not Allowed: MCP 2026-07-28 is POST "
-                                              "only",
-                                              NULL));
-    (void)m;
+    json_t *err = mx_rpc_error_new(NULL, RPC_INVALID_REQUEST,
+                                   "Method Not Allowed: MCP 2026-07-28 is POST only", NULL);
+    char *text = mx_rpc_dump(err);
+    json_decref(err);
+    trace(m, "s2c", mx_str_cstr(text));
     mx_req_respond(req, 405, allow, 1, "application/json", text, strlen(text));
     free(text);
     return true;
