@@ -372,10 +372,11 @@ static bool sub_has(struct mx_session *s, size_t up, const char *uri)
     return false;
 }
 
-/* Other sessions sharing the upstream session that want |uri| updates. */
+/* Other sessions sharing the upstream session that want |uri| updates
+ * (2026 listen streams included). */
 static size_t sub_others(struct mx_mcp *m, struct mx_session *self, size_t up, const char *uri)
 {
-    size_t n = 0;
+    size_t n = mcp_modern_subscribed(m, up, uri);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         if (s != self && sub_has(s, up, uri))
             n++;

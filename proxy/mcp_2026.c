@@ -36,6 +36,7 @@
 #define MAX_CALLS       1024 /* modern calls running or parked */
 #define MAX_LISTENS     256
 #define KEEPALIVE_S     15.0
+#define MAX_LISTEN_URIS 64 /* resourceSubscriptions honoured per listen stream */
 #define STATE_KEY_LEN   32
 #define HANDLE_LEN      32 /* hex of 128 random bits */
 
@@ -56,6 +57,7 @@ struct mcp_modern {
     size_t call_cnt;
     struct listen *listens;
     size_t listen_cnt;
+    struct rsub *rsubs; /* resources the shared upstream sessions are subscribed to */
     struct fan *fans;
 };
 
@@ -90,6 +92,14 @@ struct mcall {
     ev_timer park;
 };
 
+/* A resource some listen stream follows: subscribed upstream once. */
+struct rsub {
+    struct rsub *next;
+    size_t up;
+    char *uri;
+    size_t refs;
+};
+
 /* A subscriptions/listen stream. */
 struct listen {
     struct mcp_modern *mm;
@@ -97,6 +107,8 @@ struct listen {
     struct mx_req *req;
     json_t *id;
     bool want[MX_AGG_KIND_CNT];
+    struct rsub **subs; /* the honoured resourceSubscriptions */
+    size_t sub_cnt;
     ev_timer keepalive;
 };
 
@@ -1001,11 +1013,7 @@ static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *
 {
     struct mx_mcp *m = mm->m;
     json_t *caps = mcp_merged_caps(m);
-    /* no logging/setLevel in 2026: a request's _meta sets its own level;
-     * resource updates come through subscriptions/listen, not offered yet */
-    json_t *res = json_object_get(caps, "resources");
-    if (json_is_object(res))
-        json_object_set_new(res, "subscribe", json_false());
+    /* resources.subscribe: resourceSubscriptions of subscriptions/listen */
     json_t *result =
         json_pack("{s:[s], s:o}", "supportedVersions", MX_REV_MODERN, "capabilities", caps);
     json_t *ins = mcp_merged_instructions(m);
@@ -1161,10 +1169,95 @@ static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, en
 
 /* ---- subscriptions/listen ---- */
 
+static void rsub_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail, void *data)
+{
+    (void)rpc;
+    (void)resp;
+    (void)fail;
+    (void)data;
+}
+
+/* resources/subscribe or unsubscribe on |u|'s shared session (MCP
+ * 2025-06-18, Resources): the 2025 way to hear notifications/resources/updated. */
+static void rsub_send(struct mx_mcpup *u, const char *method, const char *uri)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, rsub_done, NULL};
+    struct mx_uprpc *rpc;
+    struct upctx *ctx = mcp_up_session(u, NULL);
+    json_t *msg = json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id",
+                            mcp_internal_id(u->m), "method", method, "params", "uri", uri);
+    mx_upsess_request(ctx->s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+    json_decref(msg);
+}
+
+/* Whether a 2025 client session of |m| holds |uri| of upstream |up| on the
+ * shared session (then it is subscribed upstream already). */
+static bool legacy_subscribed(struct mx_mcp *m, size_t up, const char *uri)
+{
+    if (up_at(m, up)->cfg->session != MX_SESSION_SHARED)
+        return false; /* theirs are on their own upstream sessions */
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        struct sessx *sx = s->owner;
+        for (struct sub *b = sx ? sx->subs : NULL; b; b = b->next) {
+            if (b->up == up && strcmp(b->uri, uri) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static struct rsub *rsub_ref(struct mcp_modern *mm, size_t up, const char *uri)
+{
+    for (struct rsub *r = mm->rsubs; r; r = r->next) {
+        if (r->up == up && strcmp(r->uri, uri) == 0) {
+            r->refs++;
+            return r;
+        }
+    }
+    struct rsub *r = mx_xcalloc(1, sizeof(*r));
+    r->up = up;
+    r->uri = mx_xstrdup(uri);
+    r->refs = 1;
+    r->next = mm->rsubs;
+    mm->rsubs = r;
+    if (!legacy_subscribed(mm->m, up, uri))
+        rsub_send(up_at(mm->m, up), "resources/subscribe", uri);
+    return r;
+}
+
+static void rsub_unref(struct mcp_modern *mm, struct rsub *r)
+{
+    if (--r->refs > 0)
+        return;
+    for (struct rsub **pp = &mm->rsubs; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    }
+    if (!mm->m->shutting_down && !legacy_subscribed(mm->m, r->up, r->uri))
+        rsub_send(up_at(mm->m, r->up), "resources/unsubscribe", r->uri);
+    free(r->uri);
+    free(r);
+}
+
+size_t mcp_modern_subscribed(struct mx_mcp *m, size_t up, const char *uri)
+{
+    struct mcp_modern *mm = m->modern;
+    for (struct rsub *r = mm ? mm->rsubs : NULL; r; r = r->next) {
+        if (r->up == up && strcmp(r->uri, uri) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static void listen_free(struct listen *l)
 {
     struct mcp_modern *mm = l->mm;
     ev_timer_stop(mm->m->loop, &l->keepalive);
+    for (size_t i = 0; i < l->sub_cnt; i++)
+        rsub_unref(mm, l->subs[i]);
+    free(l->subs);
     for (struct listen **pp = &mm->listens; *pp; pp = &(*pp)->next) {
         if (*pp == l) {
             *pp = l->next;
@@ -1222,7 +1315,19 @@ static bool listen_send(struct listen *l, const char *method, json_t *params)
 static const char *const want_keys[MX_AGG_KIND_CNT] = {"toolsListChanged", "promptsListChanged",
                                                        "resourcesListChanged", NULL};
 
-static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg)
+/* The one upstream serving |uri| that offers resources/subscribe, or NULL. */
+static struct mx_mcpup *subscribable(struct mx_mcp *m, const char *uri)
+{
+    struct mx_uriroute_result r;
+    struct mx_mcpup *u = NULL;
+    mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
+    if (r.cnt == 1)
+        u = up_at(m, r.cands[0]);
+    json_t *res = json_object_get(json_object_get(u ? u->init : NULL, "capabilities"), "resources");
+    return json_is_true(json_object_get(res, "subscribe")) ? u : NULL;
+}
+
+static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait)
 {
     struct mx_mcp *m = mm->m;
     json_t *id = json_object_get(msg, "id");
@@ -1234,6 +1339,13 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg)
     }
     if (mm->listen_cnt >= MAX_LISTENS) {
         send_error(m, req, 200, id, RPC_INTERNAL, "too many listen streams are open", NULL);
+        return;
+    }
+    /* resources are found through the catalogues: load them first */
+    unsigned res = KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES);
+    if (may_wait && json_array_size(json_object_get(filter, "resourceSubscriptions")) &&
+        any_needs(m, res)) {
+        fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES, res);
         return;
     }
     if (start_sse(req) != 0)
@@ -1248,8 +1360,8 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg)
     ev_timer_init(&l->keepalive, listen_keepalive, KEEPALIVE_S, KEEPALIVE_S);
     ev_timer_start(m->loop, &l->keepalive);
     mx_req_set_handler(req, NULL, listen_abort, l);
-    /* the acknowledgement first, naming what is honoured: the list changes;
-     * resourceSubscriptions are not (yet), so they are left out */
+    /* the acknowledgement first, naming what is honoured: the list changes,
+     * and the resources one upstream serves and lets subscribe to */
     json_t *honoured = json_object();
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         if (want_keys[k] && json_is_true(json_object_get(filter, want_keys[k]))) {
@@ -1257,12 +1369,29 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg)
             json_object_set_new(honoured, want_keys[k], json_true());
         }
     }
+    json_t *uris = json_object_get(filter, "resourceSubscriptions");
+    json_t *kept = json_array();
+    size_t i;
+    json_t *v;
+    l->subs = mx_xcalloc(MAX_LISTEN_URIS, sizeof(*l->subs));
+    json_array_foreach(uris, i, v)
+    {
+        const char *uri = json_string_value(v);
+        struct mx_mcpup *u = uri && l->sub_cnt < MAX_LISTEN_URIS ? subscribable(m, uri) : NULL;
+        if (u == NULL)
+            continue;
+        l->subs[l->sub_cnt++] = rsub_ref(mm, u->idx, uri);
+        json_array_append(kept, v);
+    }
+    if (json_array_size(kept))
+        json_object_set(honoured, "resourceSubscriptions", kept);
+    json_decref(kept);
     if (!listen_send(l, "notifications/subscriptions/acknowledged",
                      json_pack("{s:o}", "notifications", honoured)))
         return;
     /* changes reach mcplex on the upstreams' shared sessions: open them */
-    for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = up_at(m, i);
+    for (size_t k = 0; k < m->up_cnt; k++) {
+        struct mx_mcpup *u = up_at(m, k);
         if (mcp_up_needs(u, KINDS_ALL, true))
             mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
     }
@@ -1282,6 +1411,24 @@ void mcp_modern_announce(struct mx_mcp *m, const bool *changed)
         for (int k = 0; k < MX_AGG_TEMPLATES; k++) {
             if (changed[k] && l->want[k] && !listen_send(l, methods[k], json_object()))
                 break;
+        }
+    }
+}
+
+void mcp_modern_resource_updated(struct mx_mcp *m, size_t up, json_t *msg)
+{
+    struct mcp_modern *mm = m->modern;
+    const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
+    if (mm == NULL || uri == NULL)
+        return;
+    struct listen *next;
+    for (struct listen *l = mm->listens; l; l = next) {
+        next = l->next;
+        for (size_t i = 0; i < l->sub_cnt; i++) {
+            if (l->subs[i]->up == up && strcmp(l->subs[i]->uri, uri) == 0) {
+                listen_send(l, "notifications/resources/updated", json_pack("{s:s}", "uri", uri));
+                break;
+            }
         }
     }
 }
@@ -1310,7 +1457,7 @@ static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, boo
     } else if (strcmp(method, "completion/complete") == 0) {
         route_completion(mm, req, msg, may_wait);
     } else if (strcmp(method, "subscriptions/listen") == 0) {
-        listen_start(mm, req, msg);
+        listen_start(mm, req, msg, may_wait);
     }
 }
 

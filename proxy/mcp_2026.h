@@ -13,6 +13,7 @@
 #define MX_MCP_2026_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <jansson.h>
 
@@ -37,5 +38,12 @@ bool mcp_modern_refuses(struct mx_mcp *m, struct mx_req *req);
 /* The merged lists changed (|changed| per enum mx_agg_kind, resources
  * including templates): tell the listen streams that asked for it. */
 void mcp_modern_announce(struct mx_mcp *m, const bool *changed);
+
+/* An upstream's notifications/resources/updated (its shared session, upstream
+ * index |up|): to the listen streams that follow that resource. */
+void mcp_modern_resource_updated(struct mx_mcp *m, size_t up, json_t *msg);
+/* How many holders of |uri| of upstream |up| the modern clients count as
+ * (0 or 1): the shared session stays subscribed while it is not 0. */
+size_t mcp_modern_subscribed(struct mx_mcp *m, size_t up, const char *uri);
 
 #endif

@@ -632,6 +632,8 @@ static void resources_updated(struct upctx *ctx, json_t *msg)
     const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
     if (uri == NULL)
         return;
+    if (ctx->owner == NULL)
+        mcp_modern_resource_updated(m, ctx->u->idx, msg);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         struct sessx *sx = s->owner;
         if (ctx->owner && ctx->owner != s)

@@ -3,14 +3,16 @@
  * MCP 2026-07-28 (stateless) clients at the merged /mcp endpoint, in raw
  * HTTP, over two sandbox-sim upstreams and one server-everything (all
  * 2025-era): every refusal the revision specifies for headers and _meta,
- * server/discover, the merged lists paged with self-contained cursors, calls
- * routed to each upstream, progress streamed with the client's token, a
- * missing resource as -32602 with data.uri, a completion, sampling and
- * elicitation questions from server-everything answered through
- * input_required results and their retries, the clear error when the retry comes too late, closing
- * a call's stream cancelling it upstream, and a list change reaching a subscriptions/listen stream;
- * then the same through the official TypeScript SDK v2 client pinned to 2026-07-28. A 2025 client
- * uses the same mcplex at the same time. No canary in anything mcplex printed or wrote.
+ * server/discover, the merged lists paged with self-contained cursors and
+ * the smallest upstream ttlMs, calls routed to each upstream, progress
+ * streamed with the client's token, a missing resource as -32602 with
+ * data.uri, a completion, sampling and elicitation questions from
+ * server-everything answered through input_required results and their
+ * retries, the clear error when the retry comes too late, closing a call's
+ * stream cancelling it upstream, a list change and resource updates on
+ * subscriptions/listen streams; then the same through the official
+ * TypeScript SDK v2 client pinned to 2026-07-28. A 2025 client uses the same
+ * mcplex at the same time. No canary in anything mcplex printed or wrote.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -801,6 +803,38 @@ static void assert_listen(const struct world *w)
     free(body);
 }
 
+/* resourceSubscriptions: the resources one upstream serves and lets
+ * subscribe to are honoured (subscribed on its shared session), others are
+ * left out of the acknowledgement; the upstream's updates arrive tagged. */
+static void assert_resource_updates(const struct world *w)
+{
+    char *body = body_of(78, "subscriptions/listen",
+                         "\"notifications\":{\"resourceSubscriptions\":["
+                         "\"demo://resource/static/document/features.md\",\"nothing://here\"]}",
+                         NULL, NULL);
+    int fd = raw_post(w, "subscriptions/listen", NULL, body);
+    char *acc = NULL;
+    size_t len = 0;
+    assert_true(raw_wait(fd, &acc, &len, "notifications/subscriptions/acknowledged", 1, 10000));
+    assert_non_null(strstr(acc, "\"resourceSubscriptions\":["
+                                "\"demo://resource/static/document/features.md\"]"));
+    assert_null(strstr(acc, "nothing://here"));
+    /* server-everything sends updates for what its session subscribed to
+     * once this tool is on: now, then every 5 s */
+    struct answer a;
+    call26(w, "tools/call", "toggle-subscriber-updates",
+           "\"name\":\"toggle-subscriber-updates\",\"arguments\":{}", NULL, NULL, &a);
+    assert_int_equal(a.status, 200);
+    answer_clear(&a);
+    assert_true(raw_wait(fd, &acc, &len, "notifications/resources/updated", 1, 10000));
+    const char *note = strstr(acc, "notifications/resources/updated");
+    assert_non_null(strstr(note, "\"uri\":\"demo://resource/static/document/features.md\""));
+    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":78"));
+    close(fd);
+    free(acc);
+    free(body);
+}
+
 /* A 2025 client at the same time, on the same upstream sessions. */
 static void assert_legacy_client(const struct world *w)
 {
@@ -875,6 +909,30 @@ static void assert_sdk_client(const struct world *w)
     json_decref(out);
 }
 
+/* How many |method| requests the trace shows mcplex sending to |server|. */
+static int upstream_sent(const struct world *w, const char *server, const char *method)
+{
+    char *trace = mx_it_read_file(w->trace, NULL);
+    assert_non_null(trace);
+    int n = 0;
+    for (char *line = trace; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        json_t *j = json_loads(line, 0, NULL);
+        const char *srv = json_string_value(json_object_get(j, "server"));
+        const char *m = json_string_value(json_object_get(json_object_get(j, "msg"), "method"));
+        const char *dir = json_string_value(json_object_get(j, "dir"));
+        if (srv && m && dir && strcmp(srv, server) == 0 && strcmp(m, method) == 0 &&
+            strcmp(dir, "c2s") == 0)
+            n++;
+        json_decref(j);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(trace);
+    return n;
+}
+
 static void assert_no_canary(const struct world *w)
 {
     const char *canaries[] = {w->a_token, w->b_token, w->ev_token};
@@ -903,6 +961,7 @@ static void test_stateless_clients(void **state)
     assert_mrtr(&w);
     assert_close_cancels(&w);
     assert_listen(&w);
+    assert_resource_updates(&w);
     assert_sdk_client(&w);
     assert_legacy_client(&w);
 
@@ -911,6 +970,9 @@ static void test_stateless_clients(void **state)
     assert_true(st >= 0 && WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_no_canary(&w);
+    /* the upstream subscription ended with the last listen stream */
+    assert_int_equal(upstream_sent(&w, "ev", "resources/subscribe"), 1);
+    assert_int_equal(upstream_sent(&w, "ev", "resources/unsubscribe"), 1);
     free_world(&w);
     mx_it_pass();
 }
