@@ -1538,6 +1538,7 @@ void mcp_modern_free(struct mcp_modern *mm)
 {
     if (mm == NULL)
         return;
+    mm->m->modern = NULL; /* 2025 sessions closing after this count no listens */
     while (mm->fans) {
         struct fan *f = mm->fans;
         if (f->req)
