@@ -1024,8 +1024,9 @@ static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *
     send_result(m, req, json_object_get(msg, "id"), result);
 }
 
-/* MCP 2026-07-28, Caching: the merged list is as fresh as its stalest
- * source; a source without a hint (every 2025 upstream) counts as 0. */
+/* MCP 2026-07-28, Caching: a hint counts from when it was received, the
+ * merged list is as fresh as its stalest source, and a source without a
+ * hint (most 2025 upstreams) counts as 0. */
 static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind)
 {
     json_int_t min = -1;
@@ -1033,8 +1034,12 @@ static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind)
         struct mx_mcpup *u = up_at(m, i);
         if (!mcp_up_visible(u) || u->lists[kind] == NULL)
             continue;
-        if (min < 0 || u->ttl_ms[kind] < min)
-            min = u->ttl_ms[kind];
+        double age_ms = (ev_now(m->loop) - u->ttl_at[kind]) * 1000.0;
+        json_int_t left = (json_int_t)((double)u->ttl_ms[kind] - age_ms);
+        if (left < 0)
+            left = 0;
+        if (min < 0 || left < min)
+            min = left;
     }
     return min < 0 ? 0 : min;
 }

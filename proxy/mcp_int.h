@@ -76,8 +76,10 @@ struct mx_mcpup {
     struct refresh *refresh;        /* in progress */
     struct upwait *waiters;
     bool from_catalogue; /* init and lists came from disk, not this run */
-    /* freshness hint (MCP 2026-07-28 ttlMs) of each list; 0 when none */
+    /* freshness hint (MCP 2026-07-28 ttlMs) of each list, 0 when none, and
+     * when it was received */
     int64_t ttl_ms[MX_AGG_KIND_CNT];
+    ev_tstamp ttl_at[MX_AGG_KIND_CNT];
 };
 
 /* Per client session (mx_session.owner). */

@@ -364,6 +364,8 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     json_int_t ttl = json_integer_value(json_object_get(result, "ttlMs"));
     if (r->pages == 1 || ttl < u->ttl_ms[r->kind])
         u->ttl_ms[r->kind] = ttl > 0 ? ttl : 0;
+    if (r->pages == 1)
+        u->ttl_at[r->kind] = ev_now(u->m->loop);
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
         store_list(u, r->kind, json_array());
