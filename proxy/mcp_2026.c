@@ -6,7 +6,8 @@
  * the merged views (server/discover, the four lists with signed cursors),
  * routed through the upstream's shared session (tools/call, prompts/get,
  * resources/read, completion/complete), or held open as a
- * subscriptions/listen stream. Nothing here depends on an earlier request of
+ * subscriptions/listen stream (list changes, and resource updates through
+ * resources/subscribe on the shared sessions). Nothing here depends on an earlier request of
  * the same client, except a call parked for a Multi Round-Trip retry, which
  * the client names with the requestState it was given.
  */

@@ -7,7 +7,8 @@
  * session. Upstream questions (sampling, elicitation, roots) become Multi
  * Round-Trip input_required results whose signed requestState leads the
  * client's retry back to the waiting upstream call; subscriptions/listen
- * streams carry list_changed. Internal to /mcp (mcp.c, mcp_up.c).
+ * streams carry list_changed and resource updates. Internal to /mcp
+ * (mcp.c, mcp_up.c).
  */
 #ifndef MX_MCP_2026_H
 #define MX_MCP_2026_H
