@@ -91,6 +91,8 @@ struct mcall {
     int rounds;
     json_t *final; /* the answer that came while parked */
     ev_timer park;
+    ev_timer wait_tick; /* "still waking" progress while the upstream wakes */
+    int wait_n;
 };
 
 /* A resource some listen stream follows: subscribed upstream once. */
@@ -342,6 +344,7 @@ static void call_free(struct mcall *c)
         return;
     c->freed = true;
     ev_timer_stop(mm->m->loop, &c->park);
+    ev_timer_stop(mm->m->loop, &c->wait_tick);
     for (struct mcall **pp = &mm->calls; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
             *pp = c->next;
@@ -384,6 +387,7 @@ static void call_orphan(struct mcall *c, const char *reason)
         return;
     c->orphan = true;
     ev_timer_stop(c->mm->m->loop, &c->park);
+    ev_timer_stop(c->mm->m->loop, &c->wait_tick);
     if (c->req)
         mx_req_set_handler(c->req, NULL, NULL, NULL);
     c->req = NULL;
@@ -572,6 +576,7 @@ static int call_on_message(struct mx_uprpc *rpc, uint64_t key, json_t *msg, void
 {
     struct mcall *c = data;
     (void)rpc;
+    ev_timer_stop(c->mm->m->loop, &c->wait_tick); /* it is awake */
     call_hold(c);
     enum mx_rpc_kind kind = mx_rpc_classify(msg);
     const char *method = json_string_value(json_object_get(msg, "method"));
@@ -648,6 +653,7 @@ static void call_on_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     struct mcall *c = data;
     (void)rpc;
     c->rpc = NULL;
+    ev_timer_stop(c->mm->m->loop, &c->wait_tick);
     if (c->orphan) {
         call_free(c);
         return;
@@ -672,6 +678,50 @@ static void call_on_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     call_reply(c, out, is_error);
     json_decref(out);
     call_free(c);
+    call_release(c);
+}
+
+static void send_wait_progress(struct mcall *c)
+{
+    char text[160];
+    snprintf(text, sizeof(text), "waiting for sandbox '%s' to wake (%d s)", c->u->cfg->name,
+             c->wait_n * 2);
+    json_t *n = json_pack("{s:s, s:s, s:{s:O, s:i, s:s}}", "jsonrpc", "2.0", "method",
+                          "notifications/progress", "params", "progressToken", c->token, "progress",
+                          c->wait_n, "message", text);
+    c->wait_n++;
+    call_send(c, n);
+    json_decref(n);
+}
+
+static void wait_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mcall *c = mx_container_of(w, struct mcall, wait_tick);
+    (void)loop;
+    (void)revents;
+    if (c->token == NULL || c->req == NULL) {
+        ev_timer_stop(c->mm->m->loop, &c->wait_tick);
+        return;
+    }
+    call_hold(c);
+    send_wait_progress(c);
+    call_release(c);
+}
+
+/* The upstream is waking (wake-on-use) and the request asked for progress:
+ * say so every 2 s until it answers, as for 2025 clients. */
+static void call_on_wait(struct mx_uprpc *rpc, void *data)
+{
+    struct mcall *c = data;
+    (void)rpc;
+    if (c->token == NULL || c->req == NULL || c->orphan || ev_is_active(&c->wait_tick))
+        return;
+    call_hold(c);
+    send_wait_progress(c);
+    if (!c->freed && !c->orphan) {
+        ev_timer_set(&c->wait_tick, 2.0, 2.0);
+        ev_timer_start(c->mm->m->loop, &c->wait_tick);
+    }
     call_release(c);
 }
 
@@ -769,6 +819,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     c->asked = json_object();
     c->log_level = -1;
     ev_init(&c->park, park_cb);
+    ev_init(&c->wait_tick, wait_tick_cb);
     c->next = mm->calls;
     mm->calls = c;
     mm->call_cnt++;
@@ -776,7 +827,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
 
     upstream_shape(upmsg, c->up_id, c->token != NULL);
     c->via = mcp_up_session(u, NULL); /* stateless clients share one session */
-    static const struct mx_uprpc_cbs cbs = {call_on_message, call_on_done, NULL};
+    static const struct mx_uprpc_cbs cbs = {call_on_message, call_on_done, call_on_wait};
     int rc =
         mx_upsess_request(c->via->s, upmsg, (long)u->cfg->request_timeout_ms, &cbs, c, &c->rpc);
     json_decref(upmsg);

@@ -979,10 +979,67 @@ static void test_stateless_clients(void **state)
     mx_it_pass();
 }
 
+/* A paused sandbox (hold mode) wakes on a 2026 call; a request that asked
+ * for progress hears that it is waking, with its own token, then gets its
+ * answer on the same stream. */
+static void test_stateless_wake_progress(void **state)
+{
+    char token[MX_IT_CANARY_SIZE];
+    int sim_port;
+    (void)state;
+    mx_it_canary(token, sizeof(token));
+    const char *args[] = {"--name",    "sim",          "--pause-after-ms",
+                          "800",       "--pause-mode", "hold",
+                          "--hold-ms", "2500",         NULL};
+    assert_true(mx_it_start_sim("sim", token, args, &sim_port) > 0);
+    char *secret = secret_file("sim.secret", token);
+    int port = mx_it_free_port();
+    char *state_dir = mx_it_path("state");
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\nstate_dir = \"%s\"\n"
+                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\nidle_close = \"1s\"\n",
+                             port, state_dir, sim_port, secret);
+    char *path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
+    pid_t pid = mx_it_start_mcplex(path, port);
+    assert_true(pid > 0);
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", port);
+    struct answer a;
+    call26_at(url, "tools/call", "echo", "\"name\":\"echo\",\"arguments\":{\"message\":\"one\"}",
+              NULL, NULL, &a);
+    assert_int_equal(a.status, 200);
+    answer_clear(&a);
+    struct timespec idle = {1, 400 * 1000 * 1000};
+    nanosleep(&idle, NULL); /* past pause_after_ms: paused again */
+    call26_at(url, "tools/call", "echo", "\"name\":\"echo\",\"arguments\":{\"message\":\"two\"}",
+              NULL, ",\"progressToken\":\"wake-tok\"", &a);
+    assert_int_equal(a.status, 200);
+    assert_non_null(strcasestr(a.headers, "text/event-stream"));
+    const char *prog = strstr(a.body, "waiting for sandbox 'sim' to wake");
+    const char *result = strstr(a.body, "\"text\":\"two\"");
+    assert_non_null(prog);
+    assert_non_null(strstr(a.body, "\"progressToken\":\"wake-tok\""));
+    assert_non_null(result);
+    assert_true(prog < result);
+    assert_string_equal(json_string_value(json_object_get(result_of(&a), "resultType")),
+                        "complete");
+    answer_clear(&a);
+    assert_int_equal(mx_it_signal(pid, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(pid, 15000) >= 0);
+    free(url);
+    free(path);
+    free(cfg);
+    free(state_dir);
+    free(secret);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stateless_clients, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_stateless_wake_progress, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
