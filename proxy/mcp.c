@@ -373,10 +373,11 @@ static bool sub_has(struct mx_session *s, size_t up, const char *uri)
     return false;
 }
 
-/* Other sessions sharing the upstream session that want |uri| updates. */
+/* Other sessions sharing the upstream session that want |uri| updates
+ * (2026 listen streams included). */
 static size_t sub_others(struct mx_mcp *m, struct mx_session *self, size_t up, const char *uri)
 {
-    size_t n = 0;
+    size_t n = mcp_modern_subscribed(m, up, uri);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         if (s != self && sub_has(s, up, uri))
             n++;
@@ -801,7 +802,7 @@ static void pending_start(struct mx_mcp *m, struct mx_session *s, struct mx_req 
 
 /* ---- initialize ---- */
 
-static json_t *merged_caps(struct mx_mcp *m)
+json_t *mcp_merged_caps(struct mx_mcp *m)
 {
     bool tools = false, prompts = false, resources = false, subscribe = false;
     bool completions = false, unknown = false;
@@ -839,7 +840,7 @@ static json_t *merged_caps(struct mx_mcp *m)
     return out;
 }
 
-static json_t *merged_instructions(struct mx_mcp *m)
+json_t *mcp_merged_instructions(struct mx_mcp *m)
 {
     struct mx_buf b;
     mx_buf_init(&b, 256 * 1024);
@@ -862,9 +863,9 @@ static void respond_init(struct pending *p)
     struct mx_mcp *m = p->m;
     struct mx_session *s = p->s;
     json_t *result = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}}", "protocolVersion", s->version,
-                               "capabilities", merged_caps(m), "serverInfo", "name", "mcplex",
+                               "capabilities", mcp_merged_caps(m), "serverInfo", "name", "mcplex",
                                "title", "mcplex MCP gateway", "version", MX_VERSION);
-    json_t *ins = merged_instructions(m);
+    json_t *ins = mcp_merged_instructions(m);
     if (ins)
         json_object_set_new(result, "instructions", ins);
     json_t *r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", json_object_get(p->msg, "id"),
@@ -883,12 +884,9 @@ static bool cursor_source(struct mx_mcp *m, size_t i, enum mx_agg_kind kind)
     return i <= 255 && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
 }
 
-static void respond_list(struct pending *p)
+json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                      const char **why)
 {
-    struct mx_mcp *m = p->m;
-    enum mx_agg_kind kind = p->kind;
-    json_t *id = json_object_get(p->msg, "id");
-    json_t *params = json_object_get(p->msg, "params");
     json_t *cur = json_object_get(params, "cursor");
     struct mx_agg_view *v = mcp_view(m, kind);
     uint32_t *pos = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*pos));
@@ -920,12 +918,10 @@ static void respond_list(struct pending *p)
         }
     }
     if (bad) {
-        /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
-        respond_error(m, p->req, p->s, 200, id, RPC_INVALID_PARAMS, bad);
-        p->req = NULL;
+        *why = bad;
         free(pos);
         free(next);
-        return;
+        return NULL;
     }
     json_t *items = json_array();
     bool more = mx_agg_page(v, pos, (size_t)m->cfg->proxy.page_size, items, next);
@@ -945,10 +941,21 @@ static void respond_list(struct pending *p)
         if (mx_cursor_encode(&c, m->cursor_key, text, sizeof(text)) > 0)
             json_object_set_new(result, "nextCursor", json_string(text));
     }
-    respond_result(m, p->req, p->s, id, result);
-    p->req = NULL;
     free(pos);
     free(next);
+    return result;
+}
+
+static void respond_list(struct pending *p)
+{
+    const char *bad = NULL;
+    json_t *id = json_object_get(p->msg, "id");
+    json_t *result = mcp_list_page(p->m, p->kind, json_object_get(p->msg, "params"), &bad);
+    if (result)
+        respond_result(p->m, p->req, p->s, id, result);
+    else /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
+        respond_error(p->m, p->req, p->s, 200, id, RPC_INVALID_PARAMS, bad);
+    p->req = NULL;
 }
 
 static void pending_respond(struct pending *p)
@@ -1407,11 +1414,8 @@ static void post(struct mx_mcp *m, struct mx_req *req)
         return;
     }
     const char *method = json_string_value(json_object_get(msg, "method"));
-    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
-    if (json_object_get(meta, "io.modelcontextprotocol/protocolVersion")) {
-        /* MCP 2026-07-28 (stateless) has its own path, not served here yet */
-        respond_error(m, req, NULL, 400, id, -32022,
-                      "Unsupported protocol version: /mcp serves MCP 2025-03-26 to 2025-11-25");
+    if (mcp_modern_claims(req, msg)) {
+        mcp_modern_post(m, req, msg); /* MCP 2026-07-28 (stateless) */
         json_decref(msg);
         return;
     }
@@ -1478,6 +1482,8 @@ void mx_mcp_serve(struct mx_mcp *m, struct mx_req *req)
 {
     static const struct mx_hdr_out allow[] = {{"Allow", "GET, POST, DELETE"}};
     struct mx_str method = mx_req_method(req);
+    if (mcp_modern_refuses(m, req))
+        return; /* MCP 2026-07-28: no GET stream, no DELETE */
     if (mx_str_eq(method, MX_STR_LIT("POST")))
         post(m, req);
     else if (mx_str_eq(method, MX_STR_LIT("GET")))
@@ -1506,6 +1512,7 @@ struct mx_mcp *mx_mcp_new(struct mx_gateway *gw)
     m->sessions = mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms,
                                        (size_t)gw->cfg->listen.max_sessions, &cbs, m);
     mcp_up_init(m);
+    m->modern = mcp_modern_new(m);
     return m;
 }
 
@@ -1514,6 +1521,7 @@ void mx_mcp_free(struct mx_mcp *m)
     if (m == NULL)
         return;
     m->shutting_down = true;
+    mcp_modern_free(m->modern);
     mx_session_table_free(m->sessions);
     mcp_up_clear(m);
     mx_idmap_free(m->ids);

@@ -18,6 +18,7 @@
 #include "gateway.h"
 #include "idmap.h"
 #include "mcp.h"
+#include "mcp_2026.h"
 #include "session.h"
 #include "upsess.h"
 #include "uriroute.h"
@@ -75,6 +76,10 @@ struct mx_mcpup {
     struct refresh *refresh;        /* in progress */
     struct upwait *waiters;
     bool from_catalogue; /* init and lists came from disk, not this run */
+    /* freshness hint (MCP 2026-07-28 ttlMs) of each list, 0 when none, and
+     * when it was received */
+    int64_t ttl_ms[MX_AGG_KIND_CNT];
+    ev_tstamp ttl_at[MX_AGG_KIND_CNT];
 };
 
 /* Per client session (mx_session.owner). */
@@ -113,6 +118,7 @@ struct mx_mcp {
     bool sig_known;
     ev_timer announce; /* coalesces list_changed announcements */
     bool shutting_down;
+    struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
 };
 
 /* ---- mcp_up.c ---- */
@@ -175,5 +181,13 @@ void mcp_push(struct mx_session *s, const json_t *msg);
 /* The most verbose level any session asked for, or -1. */
 int mcp_min_log_level(struct mx_mcp *m);
 const char *mcp_log_level_name(int level);
+/* The capabilities and instructions of the merged server (new references;
+ * instructions NULL when no upstream has any). */
+json_t *mcp_merged_caps(struct mx_mcp *m);
+json_t *mcp_merged_instructions(struct mx_mcp *m);
+/* One page of the merged |kind| list for |params| (its cursor): a new
+ * result object, or NULL with |*why| set when the cursor is refused. */
+json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                      const char **why);
 
 #endif

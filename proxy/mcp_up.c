@@ -376,6 +376,12 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     mcp_up_note_ok(u);
     json_t *result = json_object_get(resp, "result");
     json_t *items = json_object_get(result, mx_agg_list_key((enum mx_agg_kind)r->kind));
+    /* MCP 2026-07-28, Caching: no hint is 0; a list is as fresh as its stalest page */
+    json_int_t ttl = json_integer_value(json_object_get(result, "ttlMs"));
+    if (r->pages == 1 || ttl < u->ttl_ms[r->kind])
+        u->ttl_ms[r->kind] = ttl > 0 ? ttl : 0;
+    if (r->pages == 1)
+        u->ttl_at[r->kind] = ev_now(u->m->loop);
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
         store_list(u, r->kind, json_array());
@@ -628,6 +634,7 @@ static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
         mx_log_debug(SUBSYS, "%s to %zu sessions", methods[k], n);
         json_decref(note);
     }
+    mcp_modern_announce(m, changed);
 }
 
 void mcp_announce_now(struct mx_mcp *m)
@@ -646,6 +653,8 @@ static void resources_updated(struct upctx *ctx, json_t *msg)
     const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
     if (uri == NULL)
         return;
+    if (ctx->owner == NULL)
+        mcp_modern_resource_updated(m, ctx->u->idx, msg);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         struct sessx *sx = s->owner;
         if (ctx->owner && ctx->owner != s)

@@ -35,6 +35,7 @@ struct cli {
     int64_t drop_after_events;
     bool conformance;
     bool whoami_credential;
+    int64_t list_ttl_ms;
 };
 
 static void usage(FILE *f)
@@ -57,6 +58,7 @@ static void usage(FILE *f)
           "  --refuse-status S        status while paused in refuse mode (default 503)\n"
           "  --wake-ms M              ready this long after POST /__wake (default 500)\n"
           "  --drop-after-events K    drop the first SSE response after K events\n"
+          "  --list-ttl-ms N          put ttlMs N (a caching hint) on every list result\n"
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
@@ -126,6 +128,11 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->log_level = val;
         } else if (strcmp(flag, "--whoami-credential") == 0) {
             cli->whoami_credential = strcmp(val, "yes") == 0;
+        } else if (strcmp(flag, "--list-ttl-ms") == 0) {
+            if (mx_num_parse(val, strlen(val), 1, 86400000, &cli->list_ttl_ms)) {
+                fprintf(stderr, "sandbox-sim: --list-ttl-ms must be 1..86400000\n");
+                return -1;
+            }
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
@@ -247,6 +254,7 @@ int main(int argc, char **argv)
         return 1;
     }
     sim.whoami_credential = cli.whoami_credential;
+    sim.list_ttl_ms = cli.list_ttl_ms;
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

@@ -410,6 +410,13 @@ static json_t *initialize_result(const struct mx_sim_mcp_ctx *ctx)
                      "A simulated sandboxed MCP server for testing gateways.");
 }
 
+static void list_hint(const struct mx_sim_mcp_ctx *ctx, struct mx_sim_reply *out)
+{
+    /* MCP 2026-07-28, Caching: a freshness hint a 2025 client ignores */
+    if (ctx->list_ttl_ms > 0 && out->result)
+        json_object_set_new(out->result, "ttlMs", json_integer((json_int_t)ctx->list_ttl_ms));
+}
+
 void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, json_t *params,
                         struct mx_sim_reply *out)
 {
@@ -432,24 +439,28 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         return;
     case MX_SIM_M_TOOLS_LIST:
         out->result = tools_list();
+        list_hint(ctx, out);
         return;
     case MX_SIM_M_TOOLS_CALL:
         tools_call(ctx, params, out);
         return;
     case MX_SIM_M_PROMPTS_LIST:
         out->result = prompts_list();
+        list_hint(ctx, out);
         return;
     case MX_SIM_M_PROMPTS_GET:
         prompts_get(ctx, params, out);
         return;
     case MX_SIM_M_RESOURCES_LIST:
         out->result = resources_list();
+        list_hint(ctx, out);
         return;
     case MX_SIM_M_RESOURCES_READ:
         resources_read(ctx, params, out);
         return;
     case MX_SIM_M_TEMPLATES_LIST:
         out->result = json_pack("{s:[]}", "resourceTemplates");
+        list_hint(ctx, out);
         return;
     default:
         break;

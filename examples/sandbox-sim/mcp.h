@@ -67,6 +67,7 @@ struct mx_sim_mcp_ctx {
     void *config_arg;
     /* Conformance mode: the session's state; NULL in the normal mode. */
     struct mx_sim_conf_sess *conf;
+    int64_t list_ttl_ms; /* ttlMs on every list result (a freshness hint); 0: none */
 };
 
 /*

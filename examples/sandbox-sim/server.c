@@ -127,7 +127,8 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
                                  .revision = s->revision,
                                  .config_json = config_json,
                                  .config_arg = sim,
-                                 .conf = sim->conformance ? &s->conf : NULL};
+                                 .conf = sim->conformance ? &s->conf : NULL,
+                                 .list_ttl_ms = sim->list_ttl_ms};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;

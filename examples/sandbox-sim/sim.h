@@ -121,6 +121,7 @@ struct mx_sim {
     uint64_t rng;
 
     int64_t drop_after_events; /* next SSE response is dropped after this many; -1: off */
+    int64_t list_ttl_ms;       /* ttlMs on list results; 0: none */
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
     bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
 

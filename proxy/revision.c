@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Classifying /mcp POSTs by revision and the request checks of MCP
+ * 2026-07-28, Streamable HTTP ("Server Validation") and Versioning. The
+ * order of the checks follows the MCP checklist §3.3, which is also what the
+ * conformance suite expects.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "err.h"
+#include "revision.h"
+
+#define RPC_NO_METHOD      -32601
+#define RPC_INVALID_PARAMS -32602
+#define NAME_MAX_LEN       4096
+
+static const char *const supported[] = {MX_REV_MODERN, NULL};
+
+/* MCP 2026-07-28, schema: the client requests of the core protocol. */
+static const char *const methods[] = {"server/discover",
+                                      "subscriptions/listen",
+                                      "tools/list",
+                                      "tools/call",
+                                      "prompts/list",
+                                      "prompts/get",
+                                      "resources/list",
+                                      "resources/read",
+                                      "resources/templates/list",
+                                      "completion/complete",
+                                      NULL};
+
+static bool date_at_least(struct mx_str v, const char *min)
+{
+    size_t n = strlen(min);
+    if (v.len != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = v.p[i];
+        if (min[i] == '-' ? c != '-' : (c < '0' || c > '9'))
+            return false;
+    }
+    return memcmp(v.p, min, n) >= 0;
+}
+
+bool mx_rev_is_modern(const json_t *msg, const struct mx_rev_hdrs *h)
+{
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    if (json_object_get(meta, MX_REV_META_VERSION))
+        return true;
+    if (h->session)
+        return false;
+    return h->version && date_at_least(*h->version, MX_REV_MODERN);
+}
+
+bool mx_rev_version_supported(const char *v)
+{
+    for (size_t i = 0; v && supported[i]; i++) {
+        if (strcmp(v, supported[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool method_known(const char *m)
+{
+    for (size_t i = 0; methods[i]; i++) {
+        if (strcmp(m, methods[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int refuse(struct mx_rev_error *err, int status, int code, json_t *data, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+
+static int refuse(struct mx_rev_error *err, int status, int code, json_t *data, const char *fmt,
+                  ...)
+{
+    va_list ap;
+    err->status = status;
+    err->code = code;
+    err->data = data;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    va_end(ap);
+    return MX_EPROTO;
+}
+
+int mx_rev_header_decode(struct mx_str v, char *out, size_t cap)
+{
+    static const char pre[] = "=?base64?";
+    static const char suf[] = "?=";
+    size_t pl = sizeof(pre) - 1, sl = sizeof(suf) - 1;
+    if (v.len >= pl + sl && memcmp(v.p, pre, pl) == 0 && memcmp(v.p + v.len - sl, suf, sl) == 0) {
+        /* MCP 2026-07-28, Streamable HTTP, Value Encoding: the UTF-8 bytes
+         * in standard base64 between the case-sensitive markers */
+        const char *b = v.p + pl;
+        size_t bl = v.len - pl - sl;
+        if (bl % 4 != 0)
+            return MX_EINVAL;
+        if (bl / 4 * 3 + 1 > cap)
+            return MX_ELIMIT;
+        for (size_t i = 0; i < bl; i++) {
+            char c = b[i];
+            bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '+' || c == '/' || (c == '=' && i >= bl - 2);
+            if (!ok)
+                return MX_EINVAL;
+        }
+        int n = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)b, (int)bl);
+        if (n < 0)
+            return MX_EINVAL;
+        /* EVP_DecodeBlock counts the padding as zero bytes */
+        if (bl >= 1 && b[bl - 1] == '=')
+            n--;
+        if (bl >= 2 && b[bl - 2] == '=')
+            n--;
+        if (memchr(out, '\0', (size_t)n))
+            return MX_EINVAL;
+        out[n] = '\0';
+        return n;
+    }
+    if (v.len + 1 > cap)
+        return MX_ELIMIT;
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char c = (unsigned char)v.p[i];
+        if (c < 0x20 || c > 0x7e)
+            return MX_EINVAL;
+    }
+    memcpy(out, v.p, v.len);
+    out[v.len] = '\0';
+    return (int)v.len;
+}
+
+/* The body value Mcp-Name mirrors, or NULL for methods without one. */
+static const char *name_source(const char *method, bool *needed)
+{
+    *needed = true;
+    if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0)
+        return "name";
+    if (strcmp(method, "resources/read") == 0)
+        return "uri";
+    *needed = false;
+    return NULL;
+}
+
+static int check_name(const json_t *params, const char *method, const struct mx_rev_hdrs *h,
+                      struct mx_rev_error *err)
+{
+    bool needed;
+    const char *key = name_source(method, &needed);
+    if (!needed)
+        return 0;
+    if (h->name == NULL)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: the Mcp-Name header is required for %s", method);
+    char name[NAME_MAX_LEN];
+    int n = mx_rev_header_decode(*h->name, name, sizeof(name));
+    if (n < 0)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: the Mcp-Name header is malformed");
+    json_t *body = json_object_get(params, key);
+    if (!json_is_string(body) || json_string_length(body) != (size_t)n ||
+        memcmp(json_string_value(body), name, (size_t)n) != 0)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: Mcp-Name does not match params.%s", key);
+    return 0;
+}
+
+int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_error *err)
+{
+    char hv[64], hm[128];
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    json_t *meta = json_object_get(params, "_meta");
+    json_t *mv = json_object_get(meta, MX_REV_META_VERSION);
+    memset(err, 0, sizeof(*err));
+    if (method == NULL)
+        return refuse(err, 400, -32600, NULL, "Invalid Request");
+    if (h->version == NULL)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: the MCP-Protocol-Version header is required");
+    if (!json_is_object(params) || !json_is_object(meta) || !json_is_string(mv) ||
+        !json_is_object(json_object_get(meta, MX_REV_META_CAPS)))
+        return refuse(err, 400, RPC_INVALID_PARAMS, NULL,
+                      "Invalid params: params._meta must carry %s and %s", MX_REV_META_VERSION,
+                      MX_REV_META_CAPS);
+    if (mx_rev_header_decode(*h->version, hv, sizeof(hv)) < 0 ||
+        strcmp(hv, json_string_value(mv)) != 0)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: MCP-Protocol-Version does not match %s",
+                      MX_REV_META_VERSION);
+    if (h->method == NULL)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: the Mcp-Method header is required");
+    if (mx_rev_header_decode(*h->method, hm, sizeof(hm)) < 0 || strcmp(hm, method) != 0)
+        return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                      "Header mismatch: Mcp-Method does not match the method %.100s", method);
+    if (check_name(params, method, h, err))
+        return MX_EPROTO;
+    if (!mx_rev_version_supported(hv)) {
+        json_t *list = json_array();
+        for (size_t i = 0; supported[i]; i++)
+            json_array_append_new(list, json_string(supported[i]));
+        return refuse(err, 400, MX_REV_UNSUPPORTED_VERSION,
+                      json_pack("{s:o, s:s}", "supported", list, "requested", hv),
+                      "Unsupported protocol version: %.60s (supported: %s)", hv, MX_REV_MODERN);
+    }
+    /* MCP 2026-07-28, Streamable HTTP: an unknown method is 404; initialize,
+     * ping, logging/setLevel and resources/(un)subscribe no longer exist */
+    if (!method_known(method))
+        return refuse(err, 404, RPC_NO_METHOD, NULL, "Method not found: %.100s", method);
+    return 0;
+}
