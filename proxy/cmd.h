@@ -17,5 +17,6 @@ struct mx_cmd {
 #include "cmd_status.h"
 
 int mx_cmd_serve(int argc, char **argv);
+int mx_cmd_bench(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+struct mx_config;
+
 int mx_cmd_status(int argc, char **argv);
 
 /*
@@ -21,5 +23,15 @@ int mx_cmd_status(int argc, char **argv);
  * from an older or newer gateway still prints what it has.
  */
 void mx_status_render(FILE *out, const json_t *health, const char *url, time_t now);
+
+/*
+ * The base URL ("https://127.0.0.1:8443", no path) of the gateway that
+ * [listen] of |cfg| describes (a wildcard bind is asked on loopback), and in
+ * |*ca_file| the local CA to verify it with when it serves the default
+ * certificate (NULL: the system store). Both are the caller's to free.
+ * Returns 0, or MX_EINVAL after printing why (no port, or port 0, which
+ * cannot be known from outside).
+ */
+int mx_status_gateway_base(const struct mx_config *cfg, char **base, char **ca_file);
 
 #endif

@@ -11,6 +11,7 @@ static const struct mx_cmd cmds[] = {
     {"vault", "set, list or remove vault secrets", mx_cmd_vault},
     {"certs", "make or show the local CA and localhost certificate", mx_cmd_certs},
     {"status", "show a running gateway's upstreams and listener", mx_cmd_status},
+    {"bench", "measure each upstream directly and through the gateway", mx_cmd_bench},
 };
 
 static void usage(FILE *f)
