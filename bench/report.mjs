@@ -122,6 +122,19 @@ for (const l of levels) {
 }
 p();
 
+p('### Scale: upstreams at /mcp, each with its generated tools (sandbox-sim --extra-tools)');
+p();
+p('| upstreams | tools listed | RSS after start MiB | first initialize ms (fan-out) | tools/list, first ms | tools/list again ms (cached) | pages |');
+p('|---:|---:|---:|---:|---:|---:|---:|');
+const ups = [...new Set(rows.filter((r) => r[0] === 'ups').map((r) => r[1]))];
+for (const k of ups) {
+    p(`| ${k} | ${fmt(get('ups', k, 'tools'))} | ${fmt(get('ups', k, 'rss_kb') / 1024, 1)} | ${fmt(get('ups', k, 'init_ms'), 1)} | ` +
+        `${fmt(get('ups', k, 'list_first_ms'), 1)} | ${fmt(get('ups', k, 'list_again_ms'), 1)} | ${fmt(get('ups', k, 'pages'))} |`);
+}
+p();
+p('tools/list times are the sum of curl\'s time_total over every page (page_size = 10000), on one client session.');
+p();
+
 if (smoke !== '1') {
     p('### Targets (ratios within this run)');
     p();
@@ -132,6 +145,14 @@ if (smoke !== '1') {
     for (const c of [16, 64]) chk(`wrk calls/s at ${c} ≥ 0.8× nginx`, x(tput[`wrk h1.${c}`].ratio), tput[`wrk h1.${c}`].ratio >= 0.8);
     chk('SDK-client calls/s ≥ 10× mcp-hub', x(get('sdk', 'mcplex', 'rps') / hub), get('sdk', 'mcplex', 'rps') >= 10 * hub);
     for (const c of [16, 64]) chk(`CPU per call ≤ 2× nginx (wrk, ${c})`, x(tput[`wrk h1.${c}`].cpu), tput[`wrk h1.${c}`].cpu <= 2);
+    const idle3 = get('ups', '3', 'rss_kb') / 1024;
+    chk('RSS idle with 3 upstreams < 10 MiB', `${fmt(idle3, 1)} MiB`, idle3 < 10);
+    const lv = [...new Set(rows.filter((r) => r[0] === 'scale').map((r) => r[1]))];
+    const hi = lv[lv.length - 1];
+    const perSess = (get('scale', hi, 'rss_kb') - get('scale', lv[0], 'rss_kb')) / (get('scale', hi, 'sessions') - get('scale', lv[0], 'sessions'));
+    chk(`per idle client session < 16 KiB (at ${fmt(Number(hi))})`, `${fmt(perSess, 1)} KiB`, perSess < 16);
+    const l50 = get('ups', '50', 'list_again_ms');
+    chk('tools/list over 50 × 1,000 tools < 20 ms from cache', `${fmt(l50, 1)} ms`, l50 < 20);
     p('| target | this run | |');
     p('|---|---:|---|');
     for (const l of t) p(l);

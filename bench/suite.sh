@@ -40,15 +40,19 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-n_lat=2000
+n_lat=1000
 concs="16 64"
 sessions_levels="1 10 100 1000 10000"
+upstream_levels="1 3 10 25 50"
+tools_per=1000
 if [ "$smoke" = 1 ]; then
     rounds=1
     secs=1
     n_lat=50
     concs=16
     sessions_levels="1 10"
+    upstream_levels="1 3"
+    tools_per=10
 fi
 
 die() { echo "suite: $*" >&2; exit 1; }
@@ -389,6 +393,78 @@ for level in $sessions_levels; do
     rec scale "$level" 1 sessions "$sess"
     rec scale "$level" 1 rss_kb "$after"
     rec scale "$level" 1 call_p50_p99 "$p50"
+done
+
+# ---- scale: 1 … 50 upstreams with $tools_per tools each at /mcp ----
+echo "suite: (${SECONDS}s) upstreams" >&2
+rpc() { # URL SID BODY -> "seconds<TAB>body" (one request, timed by curl)
+    curl -s --noproxy '*' -o "$work/rpc.body" -w '%{time_total}' -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' ${2:+-H "Mcp-Session-Id: $2"} \
+        ${2:+-H 'MCP-Protocol-Version: 2025-06-18'} "$1" -d "$3"
+}
+# every page of tools/list; prints "milliseconds tools pages"
+list_all() { # URL SID
+    local cursor= ms=0 tools=0 pages=0 t body
+    while :; do
+        if [ -n "$cursor" ]; then
+            body='{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"'$cursor'"}}'
+        else
+            body='{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+        fi
+        t=$(rpc "$1" "$2" "$body")
+        ms=$(awk -v a="$ms" -v b="$t" 'BEGIN{printf "%.3f", a + b * 1000}')
+        tools=$((tools + $(grep -o '"inputSchema"' "$work/rpc.body" | wc -l)))
+        pages=$((pages + 1))
+        cursor=$(grep -o '"nextCursor":"[^"]*"' "$work/rpc.body" | cut -d'"' -f4 || true)
+        [ -n "$cursor" ] && [ "$pages" -lt 1000 ] || break
+    done
+    echo "$ms $tools $pages"
+}
+max_up=${upstream_levels##* }
+up_ports=()
+for i in $(seq 1 "$max_up"); do
+    "$build/sandbox-sim" --listen 127.0.0.1:0 --port-file "$work/up$i.port" --name "up$i" \
+        --bearer-env MX_BENCH_TOKEN --extra-tools "$tools_per" --log-level error 2>"$work/up$i.log" &
+    pids+=($!)
+done
+for i in $(seq 1 "$max_up"); do
+    wait_file "$work/up$i.port"
+    up_ports+=("$(cat "$work/up$i.port")")
+done
+for k in $upstream_levels; do
+    {
+        printf '[listen]\naddress = "127.0.0.1:0"\ntls = false\n'
+        printf '[proxy]\nlog_level = "error"\nstate_dir = "%s"\npage_size = 10000\nfanout_timeout = "30s"\n' "$work/state-up$k"
+        for i in $(seq 1 "$k"); do
+            printf '[servers.up%d]\nurl = "http://127.0.0.1:%s/mcp"\nauth = "bearer"\nsecret = "file:%s"\n' \
+                "$i" "${up_ports[$((i - 1))]}" "$work/sim.secret"
+        done
+    } >"$work/up$k.toml"
+    "$build/mcplex" serve -c "$work/up$k.toml" --port-file "$work/up$k.gw.port" 2>"$work/up$k.gw.log" &
+    pids+=($!)
+    up_pid=$!
+    wait_file "$work/up$k.gw.port"
+    u=http://127.0.0.1:$(cat "$work/up$k.gw.port")/mcp
+    sleep 0.3
+    rss=$(status_kb VmRSS "$up_pid")
+    init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"suite","version":"1"}}}'
+    # the first initialize fans out to every upstream (a fresh gateway)
+    t_init=$(curl -s --noproxy '*' -D "$work/init.hdr" -o /dev/null -w '%{time_total}' \
+        -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' "$u" -d "$init")
+    sid=$(tr -d '\r' <"$work/init.hdr" | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+    [ -n "$sid" ] || die "upstreams $k: no session"
+    rpc "$u" "$sid" '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+    read -r ms1 n1 p1 < <(list_all "$u" "$sid")
+    read -r ms2 n2 p2 < <(list_all "$u" "$sid")
+    want=$((k * (tools_per + 5)))
+    [ "$n1" = "$want" ] && [ "$n2" = "$want" ] || die "upstreams $k: listed $n1/$n2 tools, want $want"
+    rec ups "$k" 1 rss_kb "$rss"
+    rec ups "$k" 1 init_ms "$(awk -v t="$t_init" 'BEGIN{printf "%.1f", t * 1000}')"
+    rec ups "$k" 1 list_first_ms "$ms1"
+    rec ups "$k" 1 list_again_ms "$ms2"
+    rec ups "$k" 1 tools "$n1"
+    rec ups "$k" 1 pages "$p1"
+    kill "$up_pid"
 done
 
 # ---- report ----

@@ -32,6 +32,7 @@ struct cli {
     const char *cookie_env;
     const char *log_level;
     int64_t drop_after_events;
+    int64_t extra_tools;
 };
 
 static void usage(FILE *f)
@@ -54,6 +55,8 @@ static void usage(FILE *f)
           "  --refuse-status S        status while paused in refuse mode (default 503)\n"
           "  --wake-ms M              ready this long after POST /__wake (default 500)\n"
           "  --drop-after-events K    drop the first SSE response after K events\n"
+          "  --extra-tools N          also list N generated tools gen-1 ... gen-N, each\n"
+          "                           answering its own name (default 0)\n"
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
@@ -116,6 +119,12 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
+                return MX_EINVAL;
+            }
+        } else if (strcmp(flag, "--extra-tools") == 0) {
+            if (mx_num_parse(val, strlen(val), 0, MX_SIM_EXTRA_TOOLS_MAX, &cli->extra_tools)) {
+                fprintf(stderr, "sandbox-sim: --extra-tools must be 0..%d\n",
+                        MX_SIM_EXTRA_TOOLS_MAX);
                 return MX_EINVAL;
             }
         } else {
@@ -228,6 +237,7 @@ int main(int argc, char **argv)
     }
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
+    sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

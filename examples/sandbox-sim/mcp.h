@@ -61,7 +61,11 @@ struct mx_sim_mcp_ctx {
     /* The sim://config document; a new reference, or NULL when unset. */
     json_t *(*config_json)(void *arg);
     void *config_arg;
+    int64_t extra_tools; /* generated tools gen-1 … gen-N (a large catalogue) */
 };
+
+/* Most generated tools --extra-tools may ask for. */
+#define MX_SIM_EXTRA_TOOLS_MAX 100000
 
 /*
  * The outcome of one request. Exactly one of |result| (success) or

@@ -109,7 +109,7 @@ static void label(char *out, size_t cap, enum mx_sim_method m, int tool, const c
 static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_session *s,
                         bool new_session, const char *method, json_t *id, json_t *params)
 {
-    struct mx_sim_mcp_ctx ctx = {sim->name, s->revision, config_json, sim};
+    struct mx_sim_mcp_ctx ctx = {sim->name, s->revision, config_json, sim, sim->extra_tools};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;
