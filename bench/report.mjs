@@ -18,6 +18,8 @@ const median = (a) => {
     return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const get = (kind, name, key) => median(rows.filter((r) => r[0] === kind && r[1] === name && r[3] === key).map((r) => r[4]));
+const sumRaw = (kind, name, suffix) =>
+    rows.filter((r) => r[0] === kind && r[1] === name && r[3].endsWith(`.${suffix}`)).reduce((a, r) => a + Number(r[4]), 0);
 const raw = (kind, name, key) => rows.filter((r) => r[0] === kind && r[1] === name && r[3] === key).map((r) => r[4]);
 const fmt = (v, d = 0) => (Number.isFinite(v) ? v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–');
 const x = (v) => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '–');
@@ -35,8 +37,8 @@ p();
 // Latency: added by each proxy over direct, measured call by call in one mcplex-bench run.
 p('### Latency, one call at a time (`mcplex bench`, tools/call echo)');
 p();
-p('| contender | direct p50 µs | p50 µs | p90 µs | p99 µs | added p50 µs | added p99 µs | added p50 × nginx | added p99 × nginx |');
-p('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+p('| contender | direct p50 µs | p50 µs | p90 µs | p99 µs | added p50 µs | added p99 µs | added p50 × nginx | added p99 × nginx | errors (all rows) |');
+p('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 const added = {};
 for (const name of ['nginx', 'mcplex', 'nginx-tls', 'mcplex-tls']) {
     const d50 = get('lat', `direct@${name}`, 'tools/call.p50');
@@ -47,7 +49,8 @@ for (const name of ['nginx', 'mcplex', 'nginx-tls', 'mcplex-tls']) {
     added[name] = { p50: g50 - d50, p99: g99 - d99 };
     const ref = name.startsWith('mcplex') ? added[name.replace('mcplex', 'nginx')] : null;
     p(`| ${name} | ${fmt(d50)} | ${fmt(g50)} | ${fmt(g90)} | ${fmt(g99)} | ${fmt(added[name].p50)} | ${fmt(added[name].p99)} | ` +
-        `${ref ? x(added[name].p50 / ref.p50) : '–'} | ${ref ? x(added[name].p99 / ref.p99) : '–'} |`);
+        `${ref ? x(added[name].p50 / ref.p50) : '–'} | ${ref ? x(added[name].p99 / ref.p99) : '–'} | ` +
+        `${sumRaw('lat', name, 'errors')} of ${sumRaw('lat', name, 'ok') + sumRaw('lat', name, 'errors')} |`);
 }
 p();
 p('"-tls": the client speaks TLS to the proxy (h2 by ALPN), the proxy plain HTTP/1.1 to the upstream. ' +
@@ -98,19 +101,22 @@ p();
 
 p('### Memory (RSS)');
 p();
-p('| process | after start MiB | peak over the run (VmHWM) MiB |');
-p('|---|---:|---:|');
+p('| process | RSS after start MiB | of which its own (RssAnon) MiB | peak over the run (VmHWM) MiB |');
+p('|---|---:|---:|---:|');
 for (const kv of rssArg.split(' ')) {
     const [name, v] = kv.split('=');
-    const [idle, peak] = v.split('/').map(Number);
-    p(`| ${name}${name === 'nginx' ? ' (master + worker)' : ''} | ${fmt(idle / 1024, 1)} | ${fmt(peak / 1024, 1)} |`);
+    const [idle, peak, anon] = v.split('/').map(Number);
+    p(`| ${name}${name === 'nginx' ? ' (master + worker)' : ''} | ${fmt(idle / 1024, 1)} | ${fmt(anon / 1024, 1)} | ${fmt(peak / 1024, 1)} |`);
 }
+p();
+p('RSS includes the pages of shared libraries (libcurl and its dependencies, OpenSSL, libc), which other ' +
+    'processes share; RssAnon is memory the process itself allocated.');
 p();
 
 p('### Scale: idle client sessions at /mcp (one upstream), a fresh mcplex');
 p();
-p('| idle sessions | RSS MiB | KiB per session (vs 1) | tools/call p50 µs | tools/call p99 µs |');
-p('|---:|---:|---:|---:|---:|');
+p('| idle sessions | RSS MiB | RssAnon MiB | KiB per session (vs 1) | tools/call p50 µs | tools/call p99 µs |');
+p('|---:|---:|---:|---:|---:|---:|');
 const levels = [...new Set(rows.filter((r) => r[0] === 'scale').map((r) => r[1]))];
 const rss1 = get('scale', levels[0], 'rss_kb');
 for (const l of levels) {
@@ -118,17 +124,17 @@ for (const l of levels) {
     const [c50, c99] = (raw('scale', l, 'call_p50_p99')[0] || '').split(' ').map(Number);
     const s = get('scale', l, 'sessions');
     const per = s > 1 ? (rss - rss1) / (s - get('scale', levels[0], 'sessions')) : NaN;
-    p(`| ${fmt(s)} | ${fmt(rss / 1024, 1)} | ${l === levels[0] ? '–' : fmt(per, 1)} | ${fmt(c50)} | ${fmt(c99)} |`);
+    p(`| ${fmt(s)} | ${fmt(rss / 1024, 1)} | ${fmt(get('scale', l, 'anon_kb') / 1024, 1)} | ${l === levels[0] ? '–' : fmt(per, 1)} | ${fmt(c50)} | ${fmt(c99)} |`);
 }
 p();
 
 p('### Scale: upstreams at /mcp, each with its generated tools (sandbox-sim --extra-tools)');
 p();
-p('| upstreams | tools listed | RSS after start MiB | first initialize ms (fan-out) | tools/list, first ms | tools/list again ms (cached) | pages |');
-p('|---:|---:|---:|---:|---:|---:|---:|');
+p('| upstreams | tools listed | RSS after start MiB | RssAnon MiB | first initialize ms (fan-out) | tools/list, first ms | tools/list again ms (cached) | pages |');
+p('|---:|---:|---:|---:|---:|---:|---:|---:|');
 const ups = [...new Set(rows.filter((r) => r[0] === 'ups').map((r) => r[1]))];
 for (const k of ups) {
-    p(`| ${k} | ${fmt(get('ups', k, 'tools'))} | ${fmt(get('ups', k, 'rss_kb') / 1024, 1)} | ${fmt(get('ups', k, 'init_ms'), 1)} | ` +
+    p(`| ${k} | ${fmt(get('ups', k, 'tools'))} | ${fmt(get('ups', k, 'rss_kb') / 1024, 1)} | ${fmt(get('ups', k, 'anon_kb') / 1024, 1)} | ${fmt(get('ups', k, 'init_ms'), 1)} | ` +
         `${fmt(get('ups', k, 'list_first_ms'), 1)} | ${fmt(get('ups', k, 'list_again_ms'), 1)} | ${fmt(get('ups', k, 'pages'))} |`);
 }
 p();
@@ -146,7 +152,7 @@ if (smoke !== '1') {
     chk('SDK-client calls/s ≥ 10× mcp-hub', x(get('sdk', 'mcplex', 'rps') / hub), get('sdk', 'mcplex', 'rps') >= 10 * hub);
     for (const c of [16, 64]) chk(`CPU per call ≤ 2× nginx (wrk, ${c})`, x(tput[`wrk h1.${c}`].cpu), tput[`wrk h1.${c}`].cpu <= 2);
     const idle3 = get('ups', '3', 'rss_kb') / 1024;
-    chk('RSS idle with 3 upstreams < 10 MiB', `${fmt(idle3, 1)} MiB`, idle3 < 10);
+    chk('RSS idle with 3 upstreams < 10 MiB', `${fmt(idle3, 1)} MiB (RssAnon ${fmt(get('ups', '3', 'anon_kb') / 1024, 1)} MiB)`, idle3 < 10);
     const lv = [...new Set(rows.filter((r) => r[0] === 'scale').map((r) => r[1]))];
     const hi = lv[lv.length - 1];
     const perSess = (get('scale', hi, 'rss_kb') - get('scale', lv[0], 'rss_kb')) / (get('scale', hi, 'sessions') - get('scale', lv[0], 'sessions'));

@@ -51,6 +51,7 @@ struct mx_bench_side {
     size_t opened_cnt, opened_cap;
     int64_t next_id;
     long last_http_version;
+    char last_error[CURL_ERROR_SIZE + 64]; /* why the last failed request failed */
 };
 
 static void oom(void)
@@ -167,48 +168,70 @@ static void slots_ensure(struct mx_bench_side *s, size_t n)
     s->slot_cnt = n;
 }
 
-static void send_delete(struct mx_bench_side *s, const char *sid)
+static void remember_session(struct mx_bench_side *s, const char *sid)
 {
-    CURL *h = curl_easy_init();
-    if (h == NULL)
-        return;
+    if (s->opened_cnt == s->opened_cap) {
+        s->opened_cap = s->opened_cap ? s->opened_cap * 2 : 64;
+        s->opened = mx_xrealloc(s->opened, s->opened_cap * sizeof(*s->opened));
+    }
+    s->opened[s->opened_cnt++] = mx_xstrdup(sid);
+}
+
+/* DELETE the session |sid| on |h| (reused, so on a kept-alive connection);
+ * untimed, its outcome ignored: the benchmark only tidies up. */
+static void send_delete(struct mx_bench_side *s, CURL *h, const char *sid)
+{
     struct curl_slist *hd = NULL;
     char line[SID_MAX + 32];
     if (s->auth)
         hd = curl_slist_append(hd, s->auth);
     snprintf(line, sizeof(line), "Mcp-Session-Id: %s", sid);
     hd = curl_slist_append(hd, line);
+    struct slot sink;
+    memset(&sink, 0, sizeof(sink));
+    mx_buf_init(&sink.body, 64 * 1024);
     curl_easy_setopt(h, CURLOPT_URL, s->url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(h, CURLOPT_NOBODY, 0L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    struct slot dummy;
-    memset(&dummy, 0, sizeof(dummy));
-    mx_buf_init(&dummy.body, 64 * 1024);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &dummy);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION,
+                     s->http1 ? (long)CURL_HTTP_VERSION_1_1 : (long)CURL_HTTP_VERSION_2TLS);
     if (s->ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_file);
     (void)curl_easy_perform(h);
-    mx_buf_clear(&dummy.body);
-    curl_easy_cleanup(h);
+    mx_buf_clear(&sink.body);
     slist_wipe_free(hd);
+}
+
+/* DELETE every session the initialize rows opened (a server may cap its
+ * sessions and evict the side's own one otherwise). */
+static void delete_opened(struct mx_bench_side *s)
+{
+    if (s->opened_cnt == 0)
+        return;
+    CURL *h = curl_easy_init();
+    if (h == NULL)
+        oom();
+    for (size_t i = 0; i < s->opened_cnt; i++) {
+        send_delete(s, h, s->opened[i]);
+        free(s->opened[i]);
+    }
+    s->opened_cnt = 0;
+    curl_easy_cleanup(h);
 }
 
 void mx_bench_side_free(struct mx_bench_side *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < s->opened_cnt; i++) {
-        send_delete(s, s->opened[i]);
-        free(s->opened[i]);
-    }
-    free(s->opened);
     if (s->sid[0])
-        send_delete(s, s->sid);
+        remember_session(s, s->sid);
+    delete_opened(s);
+    free(s->opened);
     for (size_t i = 0; i < s->slot_cnt; i++)
         slot_clear(&s->slots[i]);
     free(s->slots);
@@ -224,6 +247,11 @@ void mx_bench_side_free(struct mx_bench_side *s)
     free(s->ca_file);
     free(s->call_params);
     free(s);
+}
+
+const char *mx_bench_side_last_error(const struct mx_bench_side *s)
+{
+    return s->last_error;
 }
 
 bool mx_bench_side_is_tls(const struct mx_bench_side *s)
@@ -380,15 +408,6 @@ bool mx_bench_rpc_ok(const char *p, size_t len, int64_t id)
     return ok;
 }
 
-static void remember_session(struct mx_bench_side *s, const char *sid)
-{
-    if (s->opened_cnt == s->opened_cap) {
-        s->opened_cap = s->opened_cap ? s->opened_cap * 2 : 64;
-        s->opened = mx_xrealloc(s->opened, s->opened_cap * sizeof(*s->opened));
-    }
-    s->opened[s->opened_cnt++] = mx_xstrdup(sid);
-}
-
 struct outcome {
     bool ok;
     int64_t total_us, connect_us, tls_us;
@@ -414,6 +433,15 @@ static struct outcome slot_finish(struct slot *sl, enum mx_bench_kind kind, CURL
     o.tls_us = app > conn ? (int64_t)(app - conn) : 0;
     o.ok = rc == CURLE_OK && o.status == 200 &&
            mx_bench_rpc_ok(mx_buf_data(&sl->body), mx_buf_len(&sl->body), sl->id);
+    if (rc != CURLE_OK)
+        snprintf(s->last_error, sizeof(s->last_error), "%s",
+                 sl->errbuf[0] ? sl->errbuf : curl_easy_strerror(rc));
+    else if (o.status != 200)
+        snprintf(s->last_error, sizeof(s->last_error), "HTTP %ld", o.status);
+    else if (!o.ok)
+        snprintf(s->last_error, sizeof(s->last_error),
+                 "HTTP 200 without a JSON-RPC result for the request's id (%zu bytes)",
+                 mx_buf_len(&sl->body));
     if (o.ok && kind == MX_BENCH_INITIALIZE) {
         if (sl->sid[0])
             remember_session(s, sl->sid);
@@ -474,6 +502,7 @@ void mx_bench_side_run(struct mx_bench_side *s, enum mx_bench_kind kind, size_t 
             curl_multi_poll(s->multi, NULL, 0, POLL_MS, NULL);
     }
     *wall_us = now_us() - t0;
+    delete_opened(s);
 }
 
 /* One request of |kind| on slot 0; returns its body (caller frees) when it
@@ -538,10 +567,6 @@ int mx_bench_side_open(struct mx_bench_side *s, char *err, size_t errcap)
         snprintf(s->proto, sizeof(s->proto), "%s", pv);
     json_decref(res);
     free(body);
-    /* the initialize row remembered it; this one is the side's own */
-    if (s->opened_cnt && strcmp(s->opened[s->opened_cnt - 1], sid) == 0) {
-        free(s->opened[--s->opened_cnt]);
-    }
     snprintf(s->sid, sizeof(s->sid), "%s", sid);
     slist_wipe_free(s->hdr_sess);
     s->hdr_sess = headers_new(s, true);

@@ -79,6 +79,10 @@ void mx_bench_side_run(struct mx_bench_side *s, enum mx_bench_kind kind, size_t 
                        struct mx_benchstat *st, struct mx_benchstat *tls, int64_t *wall_us,
                        mx_bench_progress_cb progress, void *ud);
 
+/* Why the side's last failed request failed ("" when none failed): a
+ * transport error, the HTTP status, or a missing result. Never a body. */
+const char *mx_bench_side_last_error(const struct mx_bench_side *s);
+
 /* Whether the side's URL is https. */
 bool mx_bench_side_is_tls(const struct mx_bench_side *s);
 /* The HTTP version the side's last request used: "1.1", "2" or "?". */

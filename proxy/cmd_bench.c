@@ -108,6 +108,7 @@ struct row {
     struct mx_benchstat st[2]; /* 0 direct, 1 gateway */
     int64_t wall_us[2];
     char http[2][8];
+    char why[2][CURL_ERROR_SIZE + 64]; /* the last error of each side, "" when none */
 };
 
 struct report {
@@ -222,7 +223,7 @@ static void measure(struct report *rep, const char *server, struct mx_bench_side
     pg->base = 0;
     pg->total = 2 * (uint64_t)n;
     size_t per = conc <= 1 ? 1 : (n + CHUNKS - 1) / CHUNKS;
-    size_t sent[2] = {0, 0};
+    size_t sent[2] = {0, 0}, errs[2] = {0, 0};
     while (sent[0] < n || sent[1] < n) {
         for (int i = 0; i < 2; i++) {
             size_t k = n - sent[i] < per ? n - sent[i] : per;
@@ -232,6 +233,10 @@ static void measure(struct report *rep, const char *server, struct mx_bench_side
             mx_bench_side_run(sd[i], kind, k, conc, &w->st[i], tls ? &tls->st[i] : NULL, &wall,
                               progress_cb, pg);
             w->wall_us[i] += wall;
+            if (w->st[i].errors > errs[i]) {
+                errs[i] = w->st[i].errors;
+                snprintf(w->why[i], sizeof(w->why[i]), "%s", mx_bench_side_last_error(sd[i]));
+            }
             sent[i] += k;
             pg->base += k;
             snprintf(w->http[i], sizeof(w->http[i]), "%s", mx_bench_side_http_version(sd[i]));
@@ -331,8 +336,11 @@ static int measure_wake(struct report *rep, const struct opts *o, const struct m
                 sleep_ms(after, pg);
             }
             int64_t wall = 0;
+            size_t before = w->st[i].errors;
             mx_bench_side_run(wk[i], kind, 1, 1, &w->st[i], NULL, &wall, NULL, NULL);
             w->wall_us[i] += wall;
+            if (w->st[i].errors > before)
+                snprintf(w->why[i], sizeof(w->why[i]), "%s", mx_bench_side_last_error(wk[i]));
             snprintf(w->http[i], sizeof(w->http[i]), "%s", mx_bench_side_http_version(wk[i]));
         }
     }
@@ -510,6 +518,14 @@ static void print_table(struct report *rep, const struct opts *o, const char *gw
                    w->st[i].errors, p50, p90, p99, mx, rps, a50, a99);
         }
     }
+    for (size_t r = 0; r < rep->cnt; r++) {
+        struct row *w = &rep->rows[r];
+        for (int i = 0; i < 2; i++) {
+            if (w->why[i][0])
+                printf("\n%s %s c=%zu %s: %zu error(s), the last: %s", w->server, w->measure,
+                       w->conc, PATHS[i], w->st[i].errors, w->why[i]);
+        }
+    }
     size_t i;
     json_t *sv;
     json_array_foreach(rep->servers, i, sv)
@@ -541,6 +557,8 @@ static void print_json(struct report *rep, const struct opts *o, const char *gw_
                 json_object_set_new(j, "mean_us", json_real(s[i].mean));
                 json_object_set_new(j, "rps", json_real(s[i].rps));
             }
+            if (w->why[i][0])
+                json_object_set_new(j, "last_error", json_string(w->why[i]));
             if (i == 1 && w->has_direct && s[0].ok && s[1].ok) {
                 json_object_set_new(j, "added_p50_us", json_integer(s[1].p50 - s[0].p50));
                 json_object_set_new(j, "added_p99_us", json_integer(s[1].p99 - s[0].p99));
