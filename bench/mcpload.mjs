@@ -8,6 +8,7 @@
 // latency percentiles (nearest rank, microseconds, every call timed).
 //   node mcpload.mjs URL sse|http TOOL CONCURRENCY SECONDS MAX_CALLS
 // Extra request headers come from MX_LOAD_HEADERS (JSON object), never argv.
+import { setMaxListeners } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -20,6 +21,9 @@ if (!url || !['sse', 'http'].includes(kind) || !tool || !(conc > 0) || !(secs > 
     process.stderr.write('usage: node mcpload.mjs URL sse|http TOOL CONCURRENCY SECONDS MAX_CALLS\n');
     process.exit(2);
 }
+// The SDK's transports add an abort listener per request to a long-lived
+// signal; thousands of calls are this script's point, not a leak.
+setMaxListeners(0);
 const headers = process.env.MX_LOAD_HEADERS ? JSON.parse(process.env.MX_LOAD_HEADERS) : {};
 const opts = { requestInit: { headers } };
 const transport =

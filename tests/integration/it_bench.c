@@ -51,15 +51,16 @@ static char *secret_file(const char *name, const char *value)
     return p;
 }
 
-/* sandbox-sim in hold mode (never pauses by itself) behind plain mcplex
- * that requires a client token. */
-static void start_sim_world(struct world *w)
+/* sandbox-sim in hold mode behind plain mcplex that requires a client
+ * token; the sim pauses by itself after |pause_after| ms idle ("0": never). */
+static void start_sim_world_paused_after(struct world *w, const char *pause_after)
 {
     memset(w, 0, sizeof(*w));
     mx_it_canary(w->secret, sizeof(w->secret));
     mx_it_canary(w->token, sizeof(w->token));
-    static const char *const sim_args[] = {"--pause-mode", "hold", "--hold-ms", "300",
-                                           "--log-level",  "warn", NULL};
+    const char *const sim_args[] = {
+        "--pause-mode", "hold",        "--hold-ms", "300", "--pause-after-ms",
+        pause_after,    "--log-level", "warn",      NULL};
     assert_true(mx_it_start_sim("sim", w->secret, sim_args, &w->up_port) > 0);
     char *sec = secret_file("sim.secret", w->secret);
     char *tok = secret_file("client.token", w->token);
@@ -75,6 +76,11 @@ static void start_sim_world(struct world *w)
     free(cfg);
     free(sec);
     free(tok);
+}
+
+static void start_sim_world(struct world *w)
+{
+    start_sim_world_paused_after(w, "0");
 }
 
 /* Run `mcplex bench -c cfg ARGS...`; returns the exit status and the output. */
@@ -275,6 +281,50 @@ static void test_bench_everything_over_tls(void **state)
     mx_it_pass();
 }
 
+/* --wake without the test switch: bench stays quiet for --wake-after, the
+ * sim pauses by itself meanwhile, and the first call through the gateway
+ * is the one that waits for the wake. */
+static void test_bench_wake_after_idle(void **state)
+{
+    (void)state;
+    struct world w;
+    start_sim_world_paused_after(&w, "400");
+    char *out = NULL;
+    static const char *const args[] = {"--call",
+                                       "echo",
+                                       "--args",
+                                       "{\"message\":\"w\"}",
+                                       "-n",
+                                       "2",
+                                       "--concurrency",
+                                       "1",
+                                       "--wake",
+                                       "--wake-after",
+                                       "1500ms",
+                                       "--json",
+                                       NULL};
+    int rc = run_bench(&w, args, &out);
+    if (rc != 0)
+        fprintf(stderr, "bench exited %d:\n%s\n", rc, out);
+    assert_int_equal(rc, 0);
+    json_t *o = json_loads(out, 0, NULL);
+    assert_non_null(o);
+    const json_t *rows = json_object_get(o, "rows");
+    /* one round, through the gateway only: nothing paused the sim but time */
+    assert_null(find_row_quiet(rows, "wake: tools/call", 1, "direct"));
+    const json_t *wg = find_row(rows, "wake: tools/call", 1, "gateway");
+    check_row_ex(wg, 1, NULL, false);
+    assert_true(json_integer_value(json_object_get(wg, "p50_us")) >= HOLD_MS * 1000);
+    json_t *st = mx_it_sim_stats(w.up_port, w.secret);
+    assert_non_null(st);
+    assert_true(json_integer_value(json_object_get(st, "wakes")) >= 1);
+    json_decref(st);
+    json_decref(o);
+    free(out);
+    world_clear(&w);
+    mx_it_pass();
+}
+
 static void test_bench_usage_errors(void **state)
 {
     (void)state;
@@ -317,6 +367,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bench_sim_every_row, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_everything_over_tls, mx_it_setup,
                                         mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_bench_wake_after_idle, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_usage_errors, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
