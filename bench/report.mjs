@@ -115,8 +115,8 @@ p();
 
 p('### Scale: idle client sessions at /mcp (one upstream), a fresh mcplex');
 p();
-p('| idle sessions | RSS MiB | RssAnon MiB | KiB per session (vs 1) | tools/call p50 µs | tools/call p99 µs |');
-p('|---:|---:|---:|---:|---:|---:|');
+p('| sessions asked for | open (per /health) | refused | RSS MiB | RssAnon MiB | KiB per session (vs 1) | tools/call p50 µs | tools/call p99 µs |');
+p('|---:|---:|---:|---:|---:|---:|---:|---:|');
 const levels = [...new Set(rows.filter((r) => r[0] === 'scale').map((r) => r[1]))];
 const rss1 = get('scale', levels[0], 'rss_kb');
 for (const l of levels) {
@@ -124,7 +124,8 @@ for (const l of levels) {
     const [c50, c99] = (raw('scale', l, 'call_p50_p99')[0] || '').split(' ').map(Number);
     const s = get('scale', l, 'sessions');
     const per = s > 1 ? (rss - rss1) / (s - get('scale', levels[0], 'sessions')) : NaN;
-    p(`| ${fmt(s)} | ${fmt(rss / 1024, 1)} | ${fmt(get('scale', l, 'anon_kb') / 1024, 1)} | ${l === levels[0] ? '–' : fmt(per, 1)} | ${fmt(c50)} | ${fmt(c99)} |`);
+    const refused = raw('scale', l, 'refused').map(Number).reduce((a, b) => a + b, 0);
+    p(`| ${fmt(Number(l))} | ${fmt(s)} | ${fmt(refused)} | ${fmt(rss / 1024, 1)} | ${fmt(get('scale', l, 'anon_kb') / 1024, 1)} | ${l === levels[0] ? '–' : fmt(per, 1)} | ${fmt(c50)} | ${fmt(c99)} |`);
 }
 p();
 
