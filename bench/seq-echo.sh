@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# 1,000 sequential tools/call echo against sandbox-sim, direct and through
-# mcplex, interleaved in one run. Everything on 127.0.0.1, ephemeral ports,
+# 1,000 sequential requests of each kind (tools/call echo among them) against
+# sandbox-sim, direct and through mcplex, interleaved in one run, measured by
+# `mcplex bench`. Everything on 127.0.0.1, ephemeral ports,
 # a fresh random credential; stops what it started.
 #   bench/seq-echo.sh [N]
 set -euo pipefail
@@ -40,5 +41,5 @@ pids+=($!)
 for _ in $(seq 1 100); do [ -s "$work/mcplex.port" ] && break; sleep 0.05; done
 gw_port=$(cat "$work/mcplex.port")
 
-"$build/bench-seq-latency" -n "$n" --bearer-env MX_BENCH_TOKEN \
-    --direct "http://127.0.0.1:$sim_port/mcp" --gateway "http://127.0.0.1:$gw_port/mcp/sim"
+"$build/mcplex" bench -c "$work/mcplex.toml" --gateway "http://127.0.0.1:$gw_port" \
+    -n "$n" --concurrency 1 --call echo --args '{"message":"bench"}'

@@ -180,16 +180,13 @@ static void target_clear(struct target *t)
     free(t->ca_file);
 }
 
-/*
- * The /health URL for [listen] of |cfg|. A wildcard bind is asked on
- * loopback; port 0 (any) cannot be known from outside. Returns 0, or
- * MX_EINVAL after printing why.
- */
-static int target_from_config(const struct mx_config *cfg, struct target *t)
+int mx_status_gateway_base(const struct mx_config *cfg, char **base, char **ca_file)
 {
     const char *a = cfg->listen.address;
     const char *colon = strrchr(a, ':');
     int64_t port;
+    *base = NULL;
+    *ca_file = NULL;
     if (colon == NULL || mx_num_parse(colon + 1, strlen(colon + 1), 0, 65535, &port) != 0) {
         fprintf(stderr, "mcplex: %s: [listen] address '%s' has no port\n", cfg->path, a);
         return MX_EINVAL;
@@ -207,7 +204,7 @@ static int target_from_config(const struct mx_config *cfg, struct target *t)
         h = "127.0.0.1";
     else if (strcmp(h, "[::]") == 0)
         h = "[::1]";
-    t->url = mx_xasprintf("%s://%s:%d/health", cfg->listen.tls ? "https" : "http", h, (int)port);
+    *base = mx_xasprintf("%s://%s:%d", cfg->listen.tls ? "https" : "http", h, (int)port);
     free(host);
     /* The default certificate chains to the local CA; a configured one is
      * expected to chain to something the system trusts. */
@@ -215,10 +212,23 @@ static int target_from_config(const struct mx_config *cfg, struct target *t)
         char *dir = mx_certs_default_dir(cfg->proxy.state_dir);
         struct mx_certs_paths p;
         mx_certs_paths_init(&p, dir);
-        t->ca_file = mx_xstrdup(p.ca_cert);
+        *ca_file = mx_xstrdup(p.ca_cert);
         mx_certs_paths_clear(&p);
         free(dir);
     }
+    return 0;
+}
+
+/* The /health URL for [listen] of |cfg|. Returns 0, or MX_EINVAL after
+ * printing why. */
+static int target_from_config(const struct mx_config *cfg, struct target *t)
+{
+    char *base;
+    int rc = mx_status_gateway_base(cfg, &base, &t->ca_file);
+    if (rc != 0)
+        return rc;
+    t->url = mx_xasprintf("%s/health", base);
+    free(base);
     return 0;
 }
 

@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+struct mx_config;
+
 int mx_cmd_status(int argc, char **argv);
 
 /*
@@ -31,5 +33,15 @@ void mx_status_render(FILE *out, const json_t *health, const char *url, time_t n
 json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca_arg);
 
 int mx_cmd_reload(int argc, char **argv);
+
+/*
+ * The base URL ("https://127.0.0.1:8443", no path) of the gateway that
+ * [listen] of |cfg| describes (a wildcard bind is asked on loopback), and in
+ * |*ca_file| the local CA to verify it with when it serves the default
+ * certificate (NULL: the system store). Both are the caller's to free.
+ * Returns 0, or MX_EINVAL after printing why (no port, or port 0, which
+ * cannot be known from outside).
+ */
+int mx_status_gateway_base(const struct mx_config *cfg, char **base, char **ca_file);
 
 #endif

@@ -13,6 +13,7 @@ static const struct mx_cmd cmds[] = {
     {"status", "show a running gateway's upstreams and listener", mx_cmd_status},
     {"reload", "make a running gateway re-read its config and vault", mx_cmd_reload},
     {"stdio", "serve the aggregate to one client on stdin/stdout", mx_cmd_stdio},
+    {"bench", "measure each upstream directly and through the gateway", mx_cmd_bench},
 };
 
 static void usage(FILE *f)

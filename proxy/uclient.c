@@ -32,6 +32,9 @@
 #include "str.h"
 #include "uclient.h"
 
+/* idle upstream connections kept for reuse, over all upstreams */
+#define UCLIENT_MAX_IDLE_CONNS 1024
+
 #define SUBSYS "uclient"
 
 /*
@@ -710,6 +713,12 @@ struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
         mc = curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     if (mc == CURLM_OK)
         mc = curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* libcurl's default cache holds 4 idle connections per easy handle in
+     * the multi at the moment one is returned; with one handle per request
+     * that dips under load and closes warm connections, so busy upstreams
+     * reconnected every few dozen calls. idle_close still ends idle ones. */
+    if (mc == CURLM_OK)
+        mc = curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, (long)UCLIENT_MAX_IDLE_CONNS);
     if (mc != CURLM_OK) {
         mx_log_err(SUBSYS, "curl_multi_setopt: %s", curl_multi_strerror(mc));
         goto fail;

@@ -36,6 +36,7 @@ struct cli {
     bool conformance;
     bool whoami_credential;
     int64_t list_ttl_ms;
+    int64_t extra_tools;
 };
 
 static void usage(FILE *f)
@@ -59,6 +60,8 @@ static void usage(FILE *f)
           "  --wake-ms M              ready this long after POST /__wake (default 500)\n"
           "  --drop-after-events K    drop the first SSE response after K events\n"
           "  --list-ttl-ms N          put ttlMs N (a caching hint) on every list result\n"
+          "  --extra-tools N          also list N generated tools gen-1 ... gen-N, each\n"
+          "                           answering its own name (default 0)\n"
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
@@ -136,6 +139,12 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
+                return MX_EINVAL;
+            }
+        } else if (strcmp(flag, "--extra-tools") == 0) {
+            if (mx_num_parse(val, strlen(val), 0, MX_SIM_EXTRA_TOOLS_MAX, &cli->extra_tools)) {
+                fprintf(stderr, "sandbox-sim: --extra-tools must be 0..%d\n",
+                        MX_SIM_EXTRA_TOOLS_MAX);
                 return MX_EINVAL;
             }
         } else {
@@ -255,6 +264,7 @@ int main(int argc, char **argv)
     }
     sim.whoami_credential = cli.whoami_credential;
     sim.list_ttl_ms = cli.list_ttl_ms;
+    sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);
     /* A client that leaves mid-response must not kill us with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);

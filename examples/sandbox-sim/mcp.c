@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "conf.h"
 #include "mcp.h"
+#include "num.h"
 
 static const char *const method_names[MX_SIM_M_CNT] = {
     [MX_SIM_M_INITIALIZE] = "initialize",
@@ -119,7 +120,28 @@ static json_t *schema(json_t *properties, json_t *required)
                      required, "additionalProperties", 0);
 }
 
-static json_t *tools_list(void)
+/* gen-<i>: a tool of the generated catalogue; answers its own name. */
+static json_t *gen_tool(int64_t i)
+{
+    char name[32], desc[80];
+    snprintf(name, sizeof(name), "gen-%lld", (long long)i);
+    snprintf(desc, sizeof(desc), "Generated tool %lld of a large catalogue; answers its name.",
+             (long long)i);
+    return json_pack("{s:s,s:s,s:o}", "name", name, "description", desc, "inputSchema",
+                     schema(json_object(), json_array()));
+}
+
+/* The index of a generated tool named |name| ("gen-<1..n>"), or 0. */
+static int64_t gen_index(const char *name, int64_t n)
+{
+    int64_t i;
+    if (n <= 0 || strncmp(name, "gen-", 4) != 0 ||
+        mx_num_parse(name + 4, strlen(name + 4), 1, n, &i) != 0)
+        return 0;
+    return i;
+}
+
+static json_t *tools_list(const struct mx_sim_mcp_ctx *ctx)
 {
     json_t *tools = json_array();
     json_array_append_new(
@@ -158,6 +180,8 @@ static json_t *tools_list(void)
                                            "Who am I", "description",
                                            "Returns this server's name, to tell upstreams apart.",
                                            "inputSchema", schema(json_object(), json_array())));
+    for (int64_t i = 1; i <= ctx->extra_tools; i++)
+        json_array_append_new(tools, gen_tool(i));
     return json_pack("{s:o}", "tools", tools);
 }
 
@@ -293,6 +317,10 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
     for (t = 0; t < MX_SIM_T_CNT; t++) {
         if (strcmp(name, tool_names[t]) == 0)
             break;
+    }
+    if (t == MX_SIM_T_CNT && gen_index(name, ctx->extra_tools) > 0) {
+        out->result = mx_sim_text_result(name, false);
+        return;
     }
     if (t == MX_SIM_T_CNT) {
         snprintf(msg, sizeof(msg), "Unknown tool: %.100s", name);
@@ -438,7 +466,7 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         out->result = json_object();
         return;
     case MX_SIM_M_TOOLS_LIST:
-        out->result = tools_list();
+        out->result = tools_list(ctx);
         list_hint(ctx, out);
         return;
     case MX_SIM_M_TOOLS_CALL:

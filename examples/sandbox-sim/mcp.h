@@ -68,7 +68,11 @@ struct mx_sim_mcp_ctx {
     /* Conformance mode: the session's state; NULL in the normal mode. */
     struct mx_sim_conf_sess *conf;
     int64_t list_ttl_ms; /* ttlMs on every list result (a freshness hint); 0: none */
+    int64_t extra_tools; /* generated tools gen-1 … gen-N (a large catalogue) */
 };
+
+/* Most generated tools --extra-tools may ask for. */
+#define MX_SIM_EXTRA_TOOLS_MAX 100000
 
 /*
  * The outcome of one request. Exactly one of |result| (success) or

@@ -101,6 +101,7 @@ struct mx_sim {
     struct ev_loop *loop;
     struct mx_httpd *httpd;
     char *name;
+    int64_t extra_tools; /* --extra-tools */
 
     enum mx_sim_auth_mode auth_mode;
     char *cookie_name;

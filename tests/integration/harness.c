@@ -1211,3 +1211,21 @@ bool mx_it_has_string(const json_t *arr, const char *s)
     }
     return false;
 }
+
+json_t *mx_it_sim_stats(int port, const char *token)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/__stats", port);
+    char *auth = mx_xasprintf("Authorization: Bearer %s", token);
+    const char *hdrs[] = {auth, NULL};
+    long status = 0;
+    char *body = NULL;
+    json_t *o = NULL;
+    if (mx_it_http("GET", url, hdrs, NULL, &status, &body) == 0 && status == 200)
+        o = json_loads(body, 0, NULL);
+    if (o == NULL)
+        fprintf(stderr, "mx_it: GET %s: status %ld, no stats object\n", url, status);
+    free(auth);
+    free(body);
+    return o;
+}

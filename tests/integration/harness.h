@@ -207,4 +207,9 @@ int mx_it_write_file(const char *path, const char *data, size_t len);
  * Returns NULL when it cannot be read. */
 char *mx_it_read_file(const char *path, size_t *len);
 
+/* GET /__stats of the sandbox-sim on 127.0.0.1:|port| with its bearer
+ * |token|; the parsed object (caller json_decref()s), or NULL after printing
+ * why. */
+json_t *mx_it_sim_stats(int port, const char *token);
+
 #endif

@@ -162,7 +162,7 @@ commands=$("$bin" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ {
 for c in $commands; do
     grep -q "mcplex $c" "$tmp/man.plain" || fail "the man page does not cover 'mcplex $c'"
 done
-for c in serve status reload; do
+for c in serve status reload bench; do
     for opt in $("$bin" "$c" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
         grep -qF -- "$opt" "$tmp/man.plain" || fail "the man page lacks '$c $opt'"
     done

@@ -295,14 +295,50 @@ static void test_sim_mcp_envelopes(void **state)
     json_decref(id);
 }
 
+/* --extra-tools: listed after the built-in five, callable, nothing beyond N. */
+static void test_sim_mcp_extra_tools(void **state)
+{
+    (void)state;
+    struct mx_sim_mcp_ctx big = ctx;
+    big.extra_tools = 1000;
+    struct mx_sim_reply r;
+    mx_sim_mcp_request(&big, "tools/list", NULL, &r);
+    json_t *tools = json_object_get(r.result, "tools");
+    assert_int_equal(json_array_size(tools), 5 + 1000);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 5), "name")),
+                        "gen-1");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 1004), "name")),
+                        "gen-1000");
+    mx_sim_reply_clear(&r);
+    static const char *const names[] = {"gen-1", "gen-1000", "gen-0", "gen-1001", "gen-", "gen-x"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        json_t *params = json_pack("{s:s}", "name", names[i]);
+        mx_sim_mcp_request(&big, "tools/call", params, &r);
+        json_decref(params);
+        if (i < 2) {
+            assert_int_equal(r.err_code, 0);
+            assert_string_equal(text_of(r.result), names[i]);
+        } else {
+            assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+        }
+        mx_sim_reply_clear(&r);
+    }
+    /* without the flag there is no generated tool */
+    json_t *params = json_pack("{s:s}", "name", "gen-1");
+    mx_sim_mcp_request(&ctx, "tools/call", params, &r);
+    json_decref(params);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_mcp_method_names), cmocka_unit_test(test_sim_mcp_initialize),
-        cmocka_unit_test(test_sim_mcp_tools_list),   cmocka_unit_test(test_sim_mcp_tools),
-        cmocka_unit_test(test_sim_mcp_slow),         cmocka_unit_test(test_sim_mcp_call_errors),
-        cmocka_unit_test(test_sim_mcp_prompts),      cmocka_unit_test(test_sim_mcp_resources),
-        cmocka_unit_test(test_sim_mcp_envelopes),
+        cmocka_unit_test(test_sim_mcp_extra_tools),  cmocka_unit_test(test_sim_mcp_tools_list),
+        cmocka_unit_test(test_sim_mcp_tools),        cmocka_unit_test(test_sim_mcp_slow),
+        cmocka_unit_test(test_sim_mcp_call_errors),  cmocka_unit_test(test_sim_mcp_prompts),
+        cmocka_unit_test(test_sim_mcp_resources),    cmocka_unit_test(test_sim_mcp_envelopes),
     };
     return cmocka_run_group_tests_name("sim_mcp", tests, NULL, NULL);
 }
