@@ -969,6 +969,11 @@ int mx_it_client(const char *url, const char *scenario, const char *args_json, c
 
 pid_t mx_it_start_everything(const char *bearer, int *port)
 {
+    return mx_it_start_everything_as("streamableHttp", bearer, port);
+}
+
+pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *port)
+{
     const char *src;
     char *bind_pre, *auth_pre, *server, *port_file, *port_env, *bearer_env, *url;
     pid_t pid;
@@ -986,8 +991,8 @@ pid_t mx_it_start_everything(const char *bearer, int *port)
     port_env = mx_xasprintf("MX_PORT_FILE=%s", port_file);
     bearer_env = mx_xasprintf("MX_UPSTREAM_BEARER=%s", bearer);
     {
-        const char *argv[] = {"node",   "--import", bind_pre,         "--import",
-                              auth_pre, server,     "streamableHttp", NULL};
+        const char *argv[] = {"node",   "--import", bind_pre,  "--import",
+                              auth_pre, server,     transport, NULL};
         /* PORT=0 and the port file: the preload reports the port the kernel
          * chose, so there is no window in which another process can take it. */
         const char *env[] = {"PORT=0", port_env, bearer_env, "NODE_OPTIONS", NULL};

@@ -1,0 +1,1465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Upstream sessions over the legacy HTTP+SSE transport (see upsess_sse.h).
+ * States:
+ *
+ *   idle --a request waits--> connecting (GET open, no endpoint yet)
+ *        --endpoint event--> init (initialize POSTed, then initialized)
+ *        --initialized accepted--> ready
+ *   connecting, init --stream ends, refused endpoint, bad answer, no answer
+ *        in time--> idle (waiting requests fail; the next stream waits out
+ *        a backoff)
+ *   ready --stream ends--> idle (POSTed requests fail, waiting ones open a
+ *        new stream)
+ *   any --close--> closed
+ *
+ * Re-entrancy: callers' callbacks may cancel requests or close the session;
+ * a request and the session stay allocated while their code is on the stack
+ * (refs) and go afterwards. A POST is out of the session's list before its
+ * last callback runs any caller code.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "backoff.h"
+#include "buf.h"
+#include "err.h"
+#include "log.h"
+#include "rand.h"
+#include "rpc.h"
+#include "sse.h"
+#include "upcall.h"
+#include "upsess_sse.h"
+
+#define SUBSYS "upsse"
+
+#define SSE_EVENT_CAP      (16u * 1024 * 1024) /* one event from the stream */
+#define ERR_BODY_CAP       (64u * 1024)        /* body of a refused GET or POST */
+#define ENDPOINT_CAP       2048u               /* longest endpoint URL accepted */
+#define INIT_LIMIT_MS      30000L /* stream opened to session ready, on top of waking */
+#define POST_TIMEOUT_MS    30000L /* one POST: the server answers 202 at once */
+#define CONNECT_TIMEOUT_MS 10000L
+#define STABLE_S           10.0 /* ready this long: a later break is no reconnect loop */
+#define BACKOFF_BASE_MS    500
+#define BACKOFF_CAP_MS     30000
+#define CANCEL_GRACE_S     2.0 /* a cancelled request's answer may still come this long */
+#define KEY_BIT            (1ULL << 62)
+
+/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle);
+ * the transport is 2024-11-05's, the version is whatever the server picks. */
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                       NULL};
+
+enum se_state {
+    SE_IDLE = 0,
+    SE_CONNECTING = 1,
+    SE_INIT = 2,
+    SE_READY = 3,
+    SE_CLOSED = 4,
+};
+
+enum post_kind {
+    P_INIT = 0,
+    P_INITIALIZED = 1,
+    P_RPC = 2,
+    P_SEND = 3,
+};
+
+struct se;
+
+struct srpc {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_SSE */
+    struct se *s;
+    struct srpc *prev;
+    struct srpc *next;
+    json_t *msg;   /* NULL: connect only */
+    json_t *id;    /* borrowed from msg */
+    json_t *token; /* params._meta.progressToken, borrowed from msg */
+    const char *method;
+    ev_timer timer;
+    long timeout_ms;
+    struct mx_uprpc_cbs cbs;
+    void *data;
+    struct post *post; /* its POST while that runs */
+    uint64_t key;      /* session key it was POSTed under; 0: waiting */
+    uint64_t seq;      /* order of creation within the session */
+    int refs;
+    bool sent;
+    bool cancelled; /* notifications/cancelled went for it */
+    bool paused;
+    bool dead; /* cancelled or finished: no more callbacks */
+};
+
+/* One POST to the endpoint. */
+struct post {
+    struct post *prev;
+    struct post *next;
+    struct se *s;
+    enum post_kind kind;
+    struct srpc *r; /* P_RPC, until the request ends */
+    struct mx_upcall *call;
+    json_t *id;    /* P_RPC: the id of the request it carries; owned */
+    uint64_t conn; /* the stream it belongs to */
+    long status;
+    struct mx_buf body; /* an error answer, capped */
+};
+
+struct se {
+    enum mx_upsess_kind kind; /* first: MX_UPSESS_SSE */
+    struct mx_upsess_env *env;
+    const struct mx_server_cfg *cfg;
+    struct mx_upsess_cbs cbs;
+    void *data;
+    int refs;
+    enum se_state state;
+    uint64_t key;
+    uint64_t conn; /* streams opened so far; the current one's number */
+    json_t *caps;
+    json_t *init_result;
+    char init_id[48];
+    char *trace_session;
+    char *endpoint;        /* where to POST; NULL before the endpoint event */
+    struct mx_upcall *get; /* the stream */
+    long get_status;
+    bool get_ok; /* 2xx text/event-stream */
+    struct mx_sse_decoder dec;
+    struct mx_buf get_err; /* the body of a refused GET */
+    ev_timer kick;         /* opens and launches from the loop, never from a caller's call */
+    ev_timer init_wait;    /* bounds connecting + init */
+    ev_tstamp opened_at;
+    ev_tstamp ready_at;
+    ev_tstamp retry_at; /* no new stream before this */
+    unsigned failures;  /* streams in a row that did not last */
+    struct srpc *head;  /* every request, in the order made */
+    struct srpc *tail;
+    struct post *posts;
+    uint64_t seq; /* requests made so far */
+    size_t paused_cnt;
+};
+
+static uint64_t next_key = 1;
+static size_t live_cnt;
+
+static void se_kick(struct se *s, double after_s);
+static void launch_waiting(struct se *s);
+
+size_t mx_upsess_sse_live_cnt(void)
+{
+    return live_cnt;
+}
+
+static struct se *SE(struct mx_upsess *s)
+{
+    return (struct se *)(void *)s;
+}
+
+static const struct se *CSE(const struct mx_upsess *s)
+{
+    return (const struct se *)(const void *)s;
+}
+
+static struct mx_upsess *PUB(struct se *s)
+{
+    return (struct mx_upsess *)(void *)s;
+}
+
+static struct mx_uprpc *RPUB(struct srpc *r)
+{
+    return (struct mx_uprpc *)(void *)r;
+}
+
+static const char *name(const struct se *s)
+{
+    return s->cfg->name;
+}
+
+static const char *state_name(enum se_state st)
+{
+    switch (st) {
+    case SE_IDLE:
+        return "idle";
+    case SE_CONNECTING:
+        return "connecting";
+    case SE_INIT:
+        return "init";
+    case SE_READY:
+        return "ready";
+    case SE_CLOSED:
+        return "closed";
+    }
+    return "?";
+}
+
+static void set_state(struct se *s, enum se_state st)
+{
+    if (s->state == st)
+        return;
+    mx_log_debug(SUBSYS, "up:%s session %s -> %s", name(s), state_name(s->state), state_name(st));
+    s->state = st;
+}
+
+static void trace(struct se *s, const char *dir, struct mx_str msg)
+{
+    mx_trace_msg(s->env->trace, dir, name(s), s->trace_session, msg);
+}
+
+/* ---- the endpoint URL (pure) ---- */
+
+struct origin {
+    struct mx_str scheme;
+    struct mx_str host;
+    long port;
+    struct mx_str authority; /* as written */
+    struct mx_str path;      /* up to '?' or '#' */
+    bool userinfo;
+};
+
+static long default_port(struct mx_str scheme)
+{
+    if (mx_str_caseeq_cstr(scheme, "http"))
+        return 80;
+    if (mx_str_caseeq_cstr(scheme, "https"))
+        return 443;
+    return -1;
+}
+
+/* Split "authority path?query" after "scheme://". Returns 0 or -1. */
+static int parse_authority(struct mx_str scheme, const char *p, const char *end, struct origin *o)
+{
+    const char *a = p;
+    while (p < end && *p != '/' && *p != '?' && *p != '#')
+        p++;
+    o->scheme = scheme;
+    o->authority = mx_str_make(a, (size_t)(p - a));
+    o->userinfo = memchr(a, '@', (size_t)(p - a)) != NULL;
+    const char *q = p;
+    while (q < end && *q != '?' && *q != '#')
+        q++;
+    o->path = mx_str_make(p, (size_t)(q - p));
+    const char *hp = a, *he = p;
+    if (o->userinfo) {
+        const char *at = a;
+        for (const char *c = a; c < p; c++) {
+            if (*c == '@')
+                at = c;
+        }
+        hp = at + 1;
+    }
+    const char *colon = NULL;
+    if (hp < he && *hp == '[') {
+        const char *rb = memchr(hp, ']', (size_t)(he - hp));
+        if (rb == NULL)
+            return -1;
+        o->host = mx_str_make(hp, (size_t)(rb + 1 - hp));
+        if (rb + 1 < he) {
+            if (rb[1] != ':')
+                return -1;
+            colon = rb + 1;
+        }
+    } else {
+        colon = memchr(hp, ':', (size_t)(he - hp));
+        o->host = mx_str_make(hp, (size_t)((colon ? colon : he) - hp));
+    }
+    if (o->host.len == 0)
+        return -1;
+    o->port = default_port(scheme);
+    if (colon && colon + 1 < he) {
+        long v = 0;
+        for (const char *c = colon + 1; c < he; c++) {
+            if (*c < '0' || *c > '9' || v > 65535)
+                return -1;
+            v = v * 10 + (*c - '0');
+        }
+        if (v < 1 || v > 65535)
+            return -1;
+        o->port = v;
+    }
+    return o->port > 0 ? 0 : -1;
+}
+
+/* The scheme of |p| when it starts with one (RFC 3986 section 3.1), or an
+ * empty slice. */
+static struct mx_str scheme_of(const char *p, const char *end)
+{
+    const char *c = p;
+    if (c == end || !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+        return mx_str_make(p, 0);
+    while (c < end && ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                       (*c >= '0' && *c <= '9') || *c == '+' || *c == '-' || *c == '.'))
+        c++;
+    if (c < end && *c == ':')
+        return mx_str_make(p, (size_t)(c - p));
+    return mx_str_make(p, 0);
+}
+
+/* RFC 3986 section 5.2.4 on the NUL-terminated, writable |in|. */
+static void remove_dot_segments(char *in, struct mx_buf *out)
+{
+    size_t n = strlen(in);
+    size_t i = 0;
+    while (i < n) {
+        const char *r = in + i;
+        size_t left = n - i;
+        if (left >= 3 && memcmp(r, "../", 3) == 0) {
+            i += 3;
+        } else if (left >= 2 && memcmp(r, "./", 2) == 0) {
+            i += 2;
+        } else if (left >= 3 && memcmp(r, "/./", 3) == 0) {
+            i += 2;
+        } else if (left == 2 && memcmp(r, "/.", 2) == 0) {
+            in[i + 1] = '/';
+            i += 1;
+        } else if ((left >= 4 && memcmp(r, "/../", 4) == 0) ||
+                   (left == 3 && memcmp(r, "/..", 3) == 0)) {
+            if (left == 3) {
+                in[i + 2] = '/';
+                i += 2;
+            } else {
+                i += 3;
+            }
+            /* drop the last segment written, and its '/' */
+            const char *d = mx_buf_data(out);
+            size_t len = mx_buf_len(out);
+            while (len > 0 && d[len - 1] != '/')
+                len--;
+            if (len > 0)
+                len--;
+            out->len = out->off + len;
+        } else if ((left == 1 && r[0] == '.') || (left == 2 && memcmp(r, "..", 2) == 0)) {
+            i = n;
+        } else {
+            size_t k = r[0] == '/' ? 1 : 0;
+            while (k < left && r[k] != '/')
+                k++;
+            mx_buf_append(out, r, k);
+            i += k;
+        }
+    }
+}
+
+int mx_sse_endpoint_resolve(const char *base, struct mx_str ref, char **out, const char **why)
+{
+    struct origin b, t;
+    *out = NULL;
+    *why = NULL;
+    if (ref.len == 0) {
+        *why = "it is empty";
+        return MX_EINVAL;
+    }
+    if (ref.len > ENDPOINT_CAP) {
+        *why = "it is too long";
+        return MX_EINVAL;
+    }
+    for (size_t i = 0; i < ref.len; i++) {
+        unsigned char c = (unsigned char)ref.p[i];
+        if (c <= 0x20 || c == 0x7f || c == '\\') {
+            *why = "it holds spaces, control characters or backslashes";
+            return MX_EINVAL;
+        }
+    }
+    const char *rp = ref.p, *rend = ref.p + ref.len;
+    const char *hash = memchr(rp, '#', ref.len);
+    if (hash)
+        rend = hash; /* RFC 3986 section 3.5: never sent */
+    if (rend == rp) {
+        *why = "it is empty";
+        return MX_EINVAL;
+    }
+    struct mx_str bscheme = scheme_of(base, base + strlen(base));
+    const char *bend = base + strlen(base);
+    if (bscheme.len == 0 || default_port(bscheme) < 0 || bend - base < (long)bscheme.len + 3 ||
+        memcmp(base + bscheme.len, "://", 3) != 0 ||
+        parse_authority(bscheme, base + bscheme.len + 3, bend, &b) != 0) {
+        *why = "the configured url is not http(s)";
+        return MX_EINVAL;
+    }
+
+    struct mx_buf path; /* the path and query to resolve dots in */
+    mx_buf_init(&path, 2 * ENDPOINT_CAP + 16);
+    struct mx_str scheme = scheme_of(rp, rend);
+    const char *auth_at = NULL;
+    if (scheme.len) {
+        if (default_port(scheme) < 0) {
+            *why = "it is not an http or https URL";
+            mx_buf_clear(&path);
+            return MX_EPERM;
+        }
+        if (rend - rp < (long)scheme.len + 3 || memcmp(rp + scheme.len, "://", 3) != 0) {
+            *why = "it is not a URL mcplex can use";
+            mx_buf_clear(&path);
+            return MX_EINVAL;
+        }
+        auth_at = rp + scheme.len + 3;
+    } else if (rend - rp >= 2 && rp[0] == '/' && rp[1] == '/') {
+        scheme = b.scheme; /* network-path reference: the base's scheme */
+        auth_at = rp + 2;
+    }
+    if (auth_at) {
+        if (parse_authority(scheme, auth_at, rend, &t) != 0) {
+            *why = "its host or port cannot be read";
+            mx_buf_clear(&path);
+            return MX_EINVAL;
+        }
+        if (t.userinfo) {
+            *why = "it names a user";
+            mx_buf_clear(&path);
+            return MX_EPERM;
+        }
+        if (!mx_str_caseeq(t.scheme, b.scheme) || !mx_str_caseeq(t.host, b.host) ||
+            t.port != b.port) {
+            *why = "it is on another origin than the configured url";
+            mx_buf_clear(&path);
+            return MX_EPERM;
+        }
+        const char *pp = t.authority.p + t.authority.len;
+        if (pp == rend || *pp != '/')
+            mx_buf_append(&path, "/", 1);
+        mx_buf_append(&path, pp, (size_t)(rend - pp));
+    } else if (rp[0] == '/') {
+        mx_buf_append(&path, rp, (size_t)(rend - rp));
+    } else if (rp[0] == '?') {
+        if (b.path.len)
+            mx_buf_append(&path, b.path.p, b.path.len);
+        else
+            mx_buf_append(&path, "/", 1);
+        mx_buf_append(&path, rp, (size_t)(rend - rp));
+    } else {
+        /* RFC 3986 section 5.2.3: the base path up to its last '/' */
+        size_t keep = b.path.len;
+        while (keep > 0 && b.path.p[keep - 1] != '/')
+            keep--;
+        if (keep == 0)
+            mx_buf_append(&path, "/", 1);
+        else
+            mx_buf_append(&path, b.path.p, keep);
+        mx_buf_append(&path, rp, (size_t)(rend - rp));
+    }
+    /* dots count in the path only, not in the query */
+    char *all = mx_xstrndup(mx_buf_data(&path), mx_buf_len(&path));
+    mx_buf_clear(&path);
+    char *q = strchr(all, '?');
+    char *query = q ? mx_xstrdup(q) : NULL;
+    if (q)
+        *q = '\0';
+    struct mx_buf clean;
+    mx_buf_init(&clean, 2 * ENDPOINT_CAP + 16);
+    remove_dot_segments(all, &clean);
+    if (mx_buf_len(&clean) == 0 || mx_buf_data(&clean)[0] != '/') {
+        struct mx_buf slash;
+        mx_buf_init(&slash, 2 * ENDPOINT_CAP + 16);
+        mx_buf_append(&slash, "/", 1);
+        mx_buf_append(&slash, mx_buf_data(&clean), mx_buf_len(&clean));
+        mx_buf_clear(&clean);
+        clean = slash;
+    }
+    *out = mx_xasprintf("%.*s://%.*s%.*s%s", (int)b.scheme.len, b.scheme.p, (int)b.authority.len,
+                        b.authority.p, (int)mx_buf_len(&clean), mx_buf_data(&clean),
+                        query ? query : "");
+    mx_buf_clear(&clean);
+    free(all);
+    free(query);
+    return 0;
+}
+
+/* ---- lifetimes ---- */
+
+static void se_ref(struct se *s)
+{
+    s->refs++;
+}
+
+static void se_unref(struct se *s)
+{
+    MX_ASSERT(s->refs > 0);
+    if (--s->refs > 0)
+        return;
+    json_decref(s->caps);
+    json_decref(s->init_result);
+    free(s->trace_session);
+    free(s->endpoint);
+    mx_sse_decoder_clear(&s->dec);
+    mx_buf_clear(&s->get_err);
+    free(s);
+    live_cnt--;
+}
+
+static void rpc_ref(struct srpc *r)
+{
+    r->refs++;
+}
+
+static void rpc_unref(struct srpc *r)
+{
+    MX_ASSERT(r->refs > 0);
+    if (--r->refs > 0)
+        return;
+    json_decref(r->msg);
+    free(r);
+    live_cnt--;
+}
+
+/* Out of the session's list, no timer, no callbacks; freed when unused. */
+static void rpc_kill(struct srpc *r)
+{
+    struct se *s = r->s;
+    if (r->dead)
+        return;
+    r->dead = true;
+    ev_timer_stop(s->env->loop, &r->timer);
+    if (r->post) {
+        r->post->r = NULL; /* the POST runs on: it may have reached the server */
+        r->post = NULL;
+    }
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        s->tail = r->prev;
+    r->prev = r->next = NULL;
+    if (r->paused) {
+        r->paused = false;
+        if (--s->paused_cnt == 0 && s->get)
+            mx_upcall_resume(s->get);
+    }
+    rpc_unref(r);
+}
+
+/* Deliver on_done once and forget the request. */
+static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fail)
+{
+    struct se *s = r->s;
+    if (r->dead)
+        return;
+    rpc_ref(r);
+    se_ref(s);
+    rpc_kill(r);
+    r->cbs.on_done(RPUB(r), resp, fail, r->data);
+    se_unref(s);
+    rpc_unref(r);
+}
+
+/* ---- failures ---- */
+
+static void fail_msg(struct se *s, int code, const char *reason, struct mx_upfail *f,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void fail_msg(struct se *s, int code, const char *reason, struct mx_upfail *f,
+                     const char *fmt, ...)
+{
+    char what[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    memset(f, 0, sizeof(*f));
+    f->code = code;
+    f->reason = reason;
+    snprintf(f->message, sizeof(f->message), "upstream '%s' %s", name(s), what);
+}
+
+static struct srpc *first_match(struct se *s, bool sent, uint64_t max_seq)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent == sent && r->seq <= max_seq)
+            return r;
+    }
+    return NULL;
+}
+
+/* Fail every request POSTed (|sent|) or waiting (!|sent|) with |f|, one at a
+ * time, looking again after each callback: it may cancel others or add new
+ * ones (those wait for the next stream). */
+static void fail_all(struct se *s, bool sent, const struct mx_upfail *f)
+{
+    struct srpc *r;
+    uint64_t max_seq = s->seq;
+    se_ref(s);
+    while (s->state != SE_CLOSED && (r = first_match(s, sent, max_seq)) != NULL)
+        rpc_finish(r, NULL, f);
+    se_unref(s);
+}
+
+/* ---- POSTs ---- */
+
+static void post_unlink(struct post *p)
+{
+    struct se *s = p->s;
+    if (p->prev)
+        p->prev->next = p->next;
+    else if (s->posts == p)
+        s->posts = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    if (p->r) {
+        p->r->post = NULL;
+        p->r = NULL;
+    }
+}
+
+static void post_free(struct post *p)
+{
+    json_decref(p->id);
+    mx_buf_clear(&p->body);
+    free(p);
+}
+
+static void post_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                      void *data)
+{
+    struct post *p = data;
+    (void)u;
+    (void)hdrs;
+    (void)cnt;
+    p->status = status;
+}
+
+static int post_data(struct mx_ureq *u, const char *b, size_t len, void *data)
+{
+    struct post *p = data;
+    (void)u;
+    mx_buf_append(&p->body, b, len); /* beyond the cap: dropped */
+    return 0;
+}
+
+static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
+
+static const struct mx_upcall_cbs post_cbs = {{post_head, post_data, post_done}, NULL};
+
+/* POST |msg| to the endpoint. Returns the POST, or NULL after filling
+ * |fail|. */
+static struct post *post_start(struct se *s, enum post_kind kind, const json_t *msg,
+                               struct mx_upfail *fail)
+{
+    struct mx_upreq_hdrs h;
+    mx_upreq_hdrs_init(&h);
+    mx_upreq_hdrs_add(&h, "Content-Type", MX_STR_LIT("application/json"));
+    mx_upreq_hdrs_auth(&h, s->cfg);
+    char *body = mx_rpc_dump(msg);
+    struct post *p = mx_xcalloc(1, sizeof(*p));
+    p->s = s;
+    p->kind = kind;
+    p->conn = s->conn;
+    mx_buf_init(&p->body, ERR_BODY_CAP);
+    struct mx_ureq_opts o;
+    memset(&o, 0, sizeof(o));
+    o.method = "POST";
+    o.url = s->endpoint;
+    o.headers = h.lines;
+    o.header_cnt = h.cnt;
+    o.body = body;
+    o.body_len = strlen(body);
+    o.timeout_ms = POST_TIMEOUT_MS;
+    o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+    o.idle_close_ms = (long)s->cfg->idle_close_ms;
+    o.ca_file = s->cfg->ca;
+    o.may_repeat = false; /* it may have run once it left */
+    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &post_cbs, p, &p->call);
+    mx_upreq_hdrs_clear(&h);
+    if (rc) {
+        struct mx_ureq_info info;
+        memset(&info, 0, sizeof(info));
+        mx_upfail_transport(s->cfg, rc, &info, fail);
+        post_free(p);
+        free(body);
+        return NULL;
+    }
+    trace(s, "c2s", mx_str_cstr(body));
+    free(body);
+    p->next = s->posts;
+    if (s->posts)
+        s->posts->prev = p;
+    s->posts = p;
+    return p;
+}
+
+/* ---- the stream ---- */
+
+static void get_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                     void *data);
+static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data);
+static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
+static int on_event(const struct mx_sse_event *ev, void *data);
+
+static const struct mx_upcall_cbs get_cbs = {{get_head, get_data, get_done}, NULL};
+
+/* Drop the stream and everything that belongs to it (not the requests). */
+static void end_stream(struct se *s)
+{
+    ev_timer_stop(s->env->loop, &s->init_wait);
+    if (s->get) {
+        mx_upcall_cancel(s->get);
+        s->get = NULL;
+    }
+    free(s->endpoint);
+    s->endpoint = NULL;
+    s->key = 0;
+    s->paused_cnt = 0;
+    for (struct srpc *r = s->head; r; r = r->next)
+        r->paused = false;
+    /* POSTs of the old stream run on (they may have reached the server);
+     * conn tells their answers apart */
+}
+
+static void schedule_retry(struct se *s)
+{
+    s->failures++;
+    int64_t ms =
+        mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(UINT64_MAX));
+    s->retry_at = ev_now(s->env->loop) + (double)ms / 1000.0;
+}
+
+/* Connecting or initializing failed: the waiting requests fail with |f|. */
+static void connect_failed(struct se *s, const struct mx_upfail *f)
+{
+    if (s->state == SE_CLOSED)
+        return;
+    end_stream(s);
+    set_state(s, SE_IDLE);
+    schedule_retry(s);
+    mx_log_warn(SUBSYS, "%s; next attempt in %.1f s at the earliest", f->message,
+                s->retry_at - ev_now(s->env->loop));
+    fail_all(s, false, f);
+}
+
+/* The stream of a ready session ended: the server's session is gone. */
+static void stream_lost(struct se *s, const char *how)
+{
+    struct mx_upfail f;
+    if (s->state == SE_CLOSED)
+        return;
+    se_ref(s);
+    end_stream(s);
+    set_state(s, SE_IDLE);
+    if (ev_now(s->env->loop) - s->ready_at >= STABLE_S)
+        s->failures = 0;
+    else
+        schedule_retry(s);
+    mx_log_warn(SUBSYS, "up:%s %s; a new stream opens at the next request", name(s), how);
+    /* what was POSTed may have run: never POSTed twice */
+    fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+             "%s before it answered; the request was not repeated", how);
+    fail_all(s, true, &f);
+    if (s->state == SE_IDLE && first_match(s, false, UINT64_MAX))
+        se_kick(s, 0.0);
+    se_unref(s);
+}
+
+static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct se *s = mx_container_of(w, struct se, init_wait);
+    struct mx_upfail f;
+    (void)loop;
+    (void)revents;
+    if (s->state != SE_CONNECTING && s->state != SE_INIT)
+        return;
+    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "%s",
+             s->state == SE_CONNECTING ? "did not announce its message endpoint in time"
+                                       : "did not answer initialize in time");
+    se_ref(s);
+    connect_failed(s, &f);
+    se_unref(s);
+}
+
+static void open_stream(struct se *s)
+{
+    struct mx_upreq_hdrs h;
+    struct mx_upfail f;
+    mx_upreq_hdrs_init(&h);
+    mx_upreq_hdrs_add(&h, "Accept", MX_STR_LIT("text/event-stream"));
+    mx_upreq_hdrs_auth(&h, s->cfg);
+    struct mx_ureq_opts o;
+    memset(&o, 0, sizeof(o));
+    o.method = "GET";
+    o.url = s->cfg->url;
+    o.headers = h.lines;
+    o.header_cnt = h.cnt;
+    o.timeout_ms = 0; /* the stream lives as long as the session */
+    o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+    o.idle_close_ms = (long)s->cfg->idle_close_ms;
+    o.ca_file = s->cfg->ca;
+    o.may_repeat = true;
+    s->conn++;
+    s->get_status = 0;
+    s->get_ok = false;
+    mx_sse_decoder_clear(&s->dec);
+    mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
+    mx_buf_reset(&s->get_err);
+    set_state(s, SE_CONNECTING);
+    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &get_cbs, s, &s->get);
+    mx_upreq_hdrs_clear(&h);
+    if (rc) {
+        struct mx_ureq_info info;
+        memset(&info, 0, sizeof(info));
+        s->get = NULL;
+        mx_upfail_transport(s->cfg, rc, &info, &f);
+        connect_failed(s, &f);
+        return;
+    }
+    s->opened_at = ev_now(s->env->loop);
+    /* waking may hold the GET: its bound comes on top */
+    double limit = (double)(INIT_LIMIT_MS + s->cfg->wake_timeout_ms) / 1000.0;
+    ev_timer_set(&s->init_wait, limit, 0.0);
+    ev_timer_start(s->env->loop, &s->init_wait);
+    mx_log_debug(SUBSYS, "up:%s opening the event stream", name(s));
+}
+
+static bool is_2xx(long st)
+{
+    return st >= 200 && st < 300;
+}
+
+static void get_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
+                     void *data)
+{
+    struct se *s = data;
+    bool sse = false;
+    (void)u;
+    s->get_status = status;
+    for (size_t i = 0; i < cnt; i++) {
+        if (mx_str_caseeq_cstr(hdrs[i].name, "Content-Type"))
+            sse = mx_str_has_prefix(hdrs[i].value, MX_STR_LIT("text/event-stream"));
+    }
+    s->get_ok = is_2xx(status) && sse;
+}
+
+static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data)
+{
+    struct se *s = data;
+    (void)u;
+    if (s->state == SE_CLOSED || s->get == NULL)
+        return 0;
+    if (!s->get_ok) {
+        mx_buf_append(&s->get_err, p, len);
+        return 0;
+    }
+    se_ref(s);
+    uint64_t conn = s->conn;
+    int rc = mx_sse_decode(&s->dec, p, len);
+    if (rc == MX_ELIMIT && s->conn == conn && s->get)
+        mx_log_warn(SUBSYS, "up:%s sent an event over %u bytes; dropped", name(s), SSE_EVENT_CAP);
+    bool pause = s->state == SE_READY && s->paused_cnt > 0 && s->conn == conn && s->get;
+    se_unref(s);
+    return pause ? MX_EAGAIN : 0;
+}
+
+static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct se *s = data;
+    struct mx_upfail f;
+    char how[96];
+    (void)u;
+    s->get = NULL; /* gone after this callback */
+    if (s->state == SE_CLOSED)
+        return;
+    se_ref(s);
+    if (s->state == SE_READY) {
+        if (err)
+            snprintf(how, sizeof(how), "lost its event stream (%s)", mx_strerror(err));
+        else
+            snprintf(how, sizeof(how), "ended its event stream");
+        stream_lost(s, how);
+    } else if (s->state == SE_CONNECTING || s->state == SE_INIT) {
+        if (err) {
+            mx_upfail_transport(s->cfg, err, info, &f);
+        } else if (!is_2xx(s->get_status)) {
+            mx_upfail_status(s->cfg, s->get_status, &f);
+            if (s->get_status == 401 || s->get_status == 403)
+                mx_log_warn(SUBSYS, "up:%s answered %ld: credential refused", name(s),
+                            s->get_status);
+        } else if (!s->get_ok) {
+            mx_upfail_proto(s->cfg, "its url did not answer with an event stream", &f);
+        } else {
+            mx_upfail_proto(s->cfg, "its event stream ended before the session was ready", &f);
+        }
+        connect_failed(s, &f);
+    }
+    se_unref(s);
+}
+
+/* ---- initialize ---- */
+
+static void send_initialize(struct se *s)
+{
+    struct mx_upfail f;
+    snprintf(s->init_id, sizeof(s->init_id), "mcplex-init-%llu", (unsigned long long)s->conn);
+    json_t *msg =
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", s->init_id,
+                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
+                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    struct post *p = post_start(s, P_INIT, msg, &f);
+    json_decref(msg);
+    if (p == NULL)
+        connect_failed(s, &f);
+}
+
+static void got_endpoint(struct se *s, struct mx_str data)
+{
+    struct mx_upfail f;
+    const char *why;
+    char *url;
+    if (s->state != SE_CONNECTING) {
+        mx_log_debug(SUBSYS, "up:%s announced an endpoint again; ignored", name(s));
+        return;
+    }
+    int rc = mx_sse_endpoint_resolve(s->cfg->url, mx_str_trim(data), &url, &why);
+    if (rc) {
+        /* the endpoint itself is not logged: it is the server's word */
+        fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                 "broke the protocol: mcplex refuses its message endpoint: %s", why);
+        connect_failed(s, &f);
+        return;
+    }
+    s->endpoint = url;
+    set_state(s, SE_INIT);
+    mx_log_debug(SUBSYS, "up:%s message endpoint known; initializing", name(s));
+    send_initialize(s);
+}
+
+static bool version_known(const char *v)
+{
+    for (size_t i = 0; versions[i]; i++) {
+        if (strcmp(v, versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void init_answered(struct se *s, json_t *msg)
+{
+    struct mx_upfail f;
+    json_t *result = json_object_get(msg, "result");
+    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
+    if (!json_is_object(result) || v == NULL || !version_known(v)) {
+        const char *m =
+            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
+        if (!json_is_object(result))
+            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                     "broke the protocol: initialize failed: %.150s", m ? m : "no result");
+        else
+            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                     "broke the protocol: initialize answered protocol version %.40s, which "
+                     "mcplex does not speak",
+                     v ? v : "(none)");
+        connect_failed(s, &f);
+        return;
+    }
+    json_decref(s->init_result);
+    s->init_result = json_incref(result);
+    s->init_id[0] = '\0';
+    /* MCP 2024-11-05, Lifecycle: initialized before anything else; requests
+     * go once the server took it */
+    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+    struct post *p = post_start(s, P_INITIALIZED, note, &f);
+    json_decref(note);
+    if (p == NULL)
+        connect_failed(s, &f);
+}
+
+static void session_ready(struct se *s)
+{
+    ev_timer_stop(s->env->loop, &s->init_wait);
+    s->key = KEY_BIT | next_key++;
+    s->ready_at = ev_now(s->env->loop);
+    set_state(s, SE_READY);
+    const char *v = json_string_value(json_object_get(s->init_result, "protocolVersion"));
+    mx_log_info(SUBSYS, "up:%s ready over HTTP+SSE (MCP %s, %.1f s to connect)", name(s),
+                v ? v : "?", s->ready_at - s->opened_at);
+    se_ref(s);
+    launch_waiting(s);
+    if (s->state == SE_READY && s->cbs.on_ready)
+        s->cbs.on_ready(PUB(s), s->init_result, s->data);
+    se_unref(s);
+}
+
+/* ---- POST answers ---- */
+
+/* Is |body| a JSON-RPC error answering |id|? Returns it (new reference). */
+static json_t *error_answer(struct mx_str body, const json_t *id)
+{
+    json_t *m = mx_rpc_parse(body);
+    if (m && id && json_equal(json_object_get(m, "id"), id) && json_object_get(m, "error"))
+        return m;
+    json_decref(m);
+    return NULL;
+}
+
+static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
+{
+    struct post *p = data;
+    struct se *s = p->s;
+    struct srpc *r = p->r;
+    struct mx_upfail f;
+    (void)u;
+    p->call = NULL;
+    post_unlink(p); /* nothing below reaches it again */
+    bool current = p->conn == s->conn && s->state != SE_CLOSED;
+    bool ok = err == 0 && is_2xx(p->status);
+    if (!ok) {
+        if (err)
+            mx_upfail_transport(s->cfg, err, info, &f);
+        else
+            mx_upfail_status(s->cfg, p->status, &f);
+        if (!err && (p->status == 401 || p->status == 403))
+            mx_log_warn(SUBSYS, "up:%s answered %ld: credential refused", name(s), p->status);
+    }
+    se_ref(s);
+    switch (p->kind) {
+    case P_INIT:
+        if (!ok && current && s->state == SE_INIT)
+            connect_failed(s, &f);
+        break;
+    case P_INITIALIZED:
+        if (current && s->state == SE_INIT) {
+            if (ok)
+                session_ready(s);
+            else
+                connect_failed(s, &f);
+        }
+        break;
+    case P_RPC:
+        if (ok || r == NULL || r->dead)
+            break;
+        if (!err) {
+            json_t *m = error_answer(mx_buf_str(&p->body), p->id);
+            if (m) {
+                trace(s, "s2c", mx_buf_str(&p->body));
+                rpc_finish(r, m, NULL);
+                json_decref(m);
+                break;
+            }
+        }
+        rpc_finish(r, NULL, &f);
+        /* a server that no longer knows the session (Python SDK: 404) will
+         * answer nothing more on this stream */
+        if (!err && p->status == 404 && current && s->state == SE_READY)
+            stream_lost(s, "no longer knows the session");
+        break;
+    case P_SEND:
+        if (!ok)
+            mx_log_debug(SUBSYS, "up:%s message not delivered: %s", name(s), f.message);
+        break;
+    }
+    se_unref(s);
+    post_free(p);
+}
+
+/* ---- reading the stream ---- */
+
+static struct srpc *rpc_by_id(struct se *s, const json_t *id)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent && r->id && json_equal(r->id, id))
+            return r;
+    }
+    return NULL;
+}
+
+static struct srpc *rpc_by_token(struct se *s, const json_t *token)
+{
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (r->sent && r->token && json_equal(r->token, token))
+            return r;
+    }
+    return NULL;
+}
+
+/* Can this request make the server ask the client something? */
+static bool may_ask(const struct srpc *r)
+{
+    static const char *const quiet[] = {"initialize",
+                                        "ping",
+                                        "logging/setLevel",
+                                        "completion/complete",
+                                        "resources/subscribe",
+                                        "resources/unsubscribe",
+                                        NULL};
+    size_t n = r->method ? strlen(r->method) : 0;
+    if (n == 0 || (n >= 5 && strcmp(r->method + n - 5, "/list") == 0))
+        return false;
+    for (size_t i = 0; quiet[i]; i++) {
+        if (strcmp(r->method, quiet[i]) == 0)
+            return false;
+    }
+    return true;
+}
+
+/* The stream says nothing of which request a server's request belongs to:
+ * the one request in flight that can cause one, when there is exactly one. */
+static struct srpc *rpc_asking(struct se *s)
+{
+    struct srpc *found = NULL;
+    for (struct srpc *r = s->head; r; r = r->next) {
+        if (!r->sent || !may_ask(r))
+            continue;
+        if (found)
+            return NULL;
+        found = r;
+    }
+    return found;
+}
+
+static void to_rpc(struct se *s, struct srpc *r, json_t *msg)
+{
+    if (r->cbs.on_message == NULL)
+        return;
+    rpc_ref(r);
+    int rc = r->cbs.on_message(RPUB(r), s->key, msg, r->data);
+    if (rc == MX_EAGAIN && !r->dead && !r->paused && s->state == SE_READY) {
+        r->paused = true;
+        s->paused_cnt++;
+    }
+    rpc_unref(r);
+}
+
+static void reply_ping(struct se *s, json_t *msg)
+{
+    struct mx_upfail f;
+    json_t *r =
+        json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+    post_start(s, P_SEND, r, &f);
+    json_decref(r);
+}
+
+static void handle_msg(struct se *s, json_t *msg)
+{
+    enum mx_rpc_kind kind = mx_rpc_classify(msg);
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    switch (kind) {
+    case MX_RPC_RESPONSE: {
+        json_t *id = json_object_get(msg, "id");
+        if (s->state == SE_INIT && s->init_id[0] && json_is_string(id) &&
+            strcmp(json_string_value(id), s->init_id) == 0) {
+            init_answered(s, msg);
+            return;
+        }
+        struct srpc *r = s->state == SE_READY ? rpc_by_id(s, id) : NULL;
+        if (r)
+            rpc_finish(r, msg, NULL);
+        else
+            mx_log_debug(SUBSYS, "up:%s answered a request nobody waits for; dropped", name(s));
+        return;
+    }
+    case MX_RPC_NOTIFICATION:
+        if (s->state != SE_READY) {
+            mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
+            return;
+        }
+        if (strcmp(method, "notifications/progress") == 0) {
+            json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
+            struct srpc *r = token ? rpc_by_token(s, token) : NULL;
+            if (r && r->cbs.on_message) {
+                to_rpc(s, r, msg);
+                return;
+            }
+        }
+        break;
+    case MX_RPC_REQUEST:
+        if (s->state != SE_READY) {
+            if (strcmp(method, "ping") == 0 && s->endpoint)
+                reply_ping(s, msg);
+            return;
+        }
+        {
+            struct srpc *r = rpc_asking(s);
+            if (r && r->cbs.on_message) {
+                to_rpc(s, r, msg);
+                return;
+            }
+        }
+        break;
+    case MX_RPC_INVALID:
+        mx_log_debug(SUBSYS, "up:%s sent JSON that is not JSON-RPC; ignored", name(s));
+        return;
+    }
+    if (s->cbs.on_message)
+        s->cbs.on_message(PUB(s), s->key, msg, s->data);
+}
+
+static void got_message(struct se *s, struct mx_str text)
+{
+    json_t *msg = mx_rpc_parse(text);
+    if (msg == NULL || (!json_is_object(msg) && !json_is_array(msg))) {
+        json_decref(msg);
+        mx_log_debug(SUBSYS, "up:%s sent an event that is not JSON-RPC; ignored", name(s));
+        return;
+    }
+    trace(s, "s2c", text);
+    uint64_t conn = s->conn;
+    if (json_is_object(msg)) {
+        handle_msg(s, msg);
+    } else {
+        size_t i;
+        json_t *v;
+        json_array_foreach(msg, i, v)
+        {
+            if (s->state == SE_CLOSED || s->conn != conn || s->get == NULL)
+                break;
+            if (json_is_object(v))
+                handle_msg(s, v);
+        }
+    }
+    json_decref(msg);
+}
+
+static int on_event(const struct mx_sse_event *ev, void *data)
+{
+    struct se *s = data;
+    uint64_t conn = s->conn;
+    if (mx_str_eq(ev->event, MX_STR_LIT("endpoint")))
+        got_endpoint(s, ev->data);
+    else if (ev->event.len == 0 || mx_str_eq(ev->event, MX_STR_LIT("message")))
+        got_message(s, ev->data);
+    /* other event names: not ours (MCP 2024-11-05 defines these two) */
+    if (s->state == SE_CLOSED || s->conn != conn || s->get == NULL)
+        return MX_ECLOSED; /* the stream was dropped: no more of it */
+    return 0;
+}
+
+/* ---- launching ---- */
+
+static void post_rpc(struct se *s, struct srpc *r)
+{
+    struct mx_upfail f;
+    r->sent = true;
+    r->key = s->key;
+    struct post *p = post_start(s, P_RPC, r->msg, &f);
+    if (p == NULL) {
+        rpc_finish(r, NULL, &f);
+        return;
+    }
+    p->r = r;
+    p->id = json_incref(r->id);
+    r->post = p;
+}
+
+static void launch_waiting(struct se *s)
+{
+    struct srpc *r;
+    se_ref(s);
+    while (s->state == SE_READY && (r = first_match(s, false, UINT64_MAX)) != NULL) {
+        if (r->msg == NULL)
+            rpc_finish(r, NULL, NULL);
+        else
+            post_rpc(s, r);
+    }
+    se_unref(s);
+}
+
+static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct se *s = mx_container_of(w, struct se, kick);
+    (void)revents;
+    if (s->state == SE_CLOSED)
+        return;
+    se_ref(s);
+    if (s->state == SE_READY) {
+        launch_waiting(s);
+    } else if (s->state == SE_IDLE && first_match(s, false, UINT64_MAX)) {
+        ev_tstamp now = ev_now(loop);
+        if (now < s->retry_at)
+            se_kick(s, s->retry_at - now);
+        else
+            open_stream(s);
+    }
+    se_unref(s);
+}
+
+static void se_kick(struct se *s, double after_s)
+{
+    if (ev_is_active(&s->kick)) {
+        if (after_s > 0.0)
+            return; /* already due, sooner or as soon */
+        ev_timer_stop(s->env->loop, &s->kick);
+    }
+    ev_timer_set(&s->kick, after_s, 0.0);
+    ev_timer_start(s->env->loop, &s->kick);
+}
+
+static void send_cancelled(struct se *s, struct srpc *r)
+{
+    struct mx_upfail f;
+    /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
+    json_t *note =
+        json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method", "notifications/cancelled",
+                  "params", "requestId", r->id, "reason", "timed out in mcplex");
+    post_start(s, P_SEND, note, &f);
+    json_decref(note);
+}
+
+static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct srpc *r = mx_container_of(w, struct srpc, timer);
+    struct se *s = r->s;
+    struct mx_upfail f;
+    (void)loop;
+    (void)revents;
+    if (r->dead)
+        return;
+    if (r->cancelled) {
+        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                 "did not answer a request that was cancelled");
+        rpc_finish(r, NULL, &f);
+        return;
+    }
+    if (r->sent && r->key == s->key && s->state == SE_READY)
+        send_cancelled(s, r);
+    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+             (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
+    rpc_finish(r, NULL, &f);
+}
+
+/* ---- public ---- */
+
+struct mx_upsess *mx_upsess_sse_new(struct mx_upsess_env *env, const json_t *caps,
+                                    const char *trace_session, const struct mx_upsess_cbs *cbs,
+                                    void *data)
+{
+    struct se *s = mx_xcalloc(1, sizeof(*s));
+    s->kind = MX_UPSESS_SSE;
+    s->env = env;
+    s->cfg = env->up->cfg;
+    s->cbs = *cbs;
+    s->data = data;
+    s->refs = 1;
+    s->state = SE_IDLE;
+    s->caps = caps ? json_deep_copy(caps) : json_object();
+    s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
+    mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
+    mx_buf_init(&s->get_err, ERR_BODY_CAP);
+    ev_init(&s->kick, kick_cb);
+    ev_init(&s->init_wait, init_wait_cb);
+    live_cnt++;
+    return PUB(s);
+}
+
+void mx_upsess_sse_close(struct mx_upsess *pub)
+{
+    struct se *s = SE(pub);
+    if (s == NULL || s->state == SE_CLOSED)
+        return;
+    set_state(s, SE_CLOSED);
+    ev_timer_stop(s->env->loop, &s->kick);
+    end_stream(s); /* MCP 2024-11-05: the session ends with its stream */
+    while (s->posts) {
+        struct post *p = s->posts;
+        if (p->call)
+            mx_upcall_cancel(p->call);
+        post_unlink(p);
+        post_free(p);
+    }
+    while (s->head)
+        rpc_kill(s->head);
+    se_unref(s);
+}
+
+uint64_t mx_upsess_sse_key(const struct mx_upsess *pub)
+{
+    const struct se *s = CSE(pub);
+    return s && s->state == SE_READY ? s->key : 0;
+}
+
+bool mx_upsess_sse_is_ready(const struct mx_upsess *pub)
+{
+    const struct se *s = CSE(pub);
+    return s && s->state == SE_READY;
+}
+
+json_t *mx_upsess_sse_init_result(const struct mx_upsess *pub)
+{
+    const struct se *s = CSE(pub);
+    return s ? s->init_result : NULL;
+}
+
+int mx_upsess_sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
+                          const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
+{
+    struct se *s = SE(pub);
+    *out = NULL;
+    if (s == NULL || s->state == SE_CLOSED || cbs == NULL || cbs->on_done == NULL ||
+        (msg && json_object_get(msg, "id") == NULL) || s->cfg->url == NULL)
+        return MX_EINVAL;
+    struct srpc *r = mx_xcalloc(1, sizeof(*r));
+    r->kind = MX_UPSESS_SSE;
+    r->s = s;
+    r->refs = 1;
+    if (msg) {
+        r->msg = json_incref(msg);
+        r->id = json_object_get(msg, "id");
+        r->method = json_string_value(json_object_get(msg, "method"));
+        r->token = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                   "progressToken");
+    }
+    r->timeout_ms = timeout_ms;
+    r->seq = ++s->seq;
+    r->cbs = *cbs;
+    r->data = data;
+    ev_init(&r->timer, rpc_timeout_cb);
+    if (timeout_ms > 0) {
+        ev_timer_set(&r->timer, (double)timeout_ms / 1000.0, 0.0);
+        ev_timer_start(s->env->loop, &r->timer);
+    }
+    /* at the tail: waiting requests go out in the order they came */
+    r->prev = s->tail;
+    if (s->tail)
+        s->tail->next = r;
+    else
+        s->head = r;
+    s->tail = r;
+    live_cnt++;
+    *out = RPUB(r);
+    /* from the loop: no callback may run from inside this call */
+    se_kick(s, 0.0);
+    return 0;
+}
+
+void mx_uprpc_sse_cancel(struct mx_uprpc *pub)
+{
+    struct srpc *r = (struct srpc *)(void *)pub;
+    if (r == NULL)
+        return;
+    rpc_kill(r);
+}
+
+void mx_uprpc_sse_resume(struct mx_uprpc *pub)
+{
+    struct srpc *r = (struct srpc *)(void *)pub;
+    if (r == NULL || r->dead || !r->paused)
+        return;
+    r->paused = false;
+    if (--r->s->paused_cnt == 0 && r->s->get)
+        mx_upcall_resume(r->s->get);
+}
+
+void mx_upsess_sse_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
+{
+    struct se *s = SE(pub);
+    struct mx_upfail f;
+    if (s == NULL || s->state != SE_READY || (key && key != s->key)) {
+        if (s)
+            mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
+        return;
+    }
+    if (post_start(s, P_SEND, msg, &f) == NULL) {
+        mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), f.message);
+        return;
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (method && strcmp(method, "notifications/cancelled") == 0) {
+        json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+        struct srpc *r = rid ? rpc_by_id(s, rid) : NULL;
+        if (r && !r->cancelled && r->key == s->key) {
+            /* MCP 2024-11-05, Cancellation: no answer is due to it */
+            r->cancelled = true;
+            ev_timer_stop(s->env->loop, &r->timer);
+            ev_timer_set(&r->timer, CANCEL_GRACE_S, 0.0);
+            ev_timer_start(s->env->loop, &r->timer);
+        }
+    }
+}
