@@ -869,10 +869,7 @@ static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info
         if (err) {
             mx_upfail_transport(s->cfg, err, info, &f);
         } else if (!is_2xx(s->get_status)) {
-            mx_upfail_status(s->cfg, s->get_status, &f);
-            if (s->get_status == 401 || s->get_status == 403)
-                mx_log_warn(SUBSYS, "up:%s answered %ld: credential refused", name(s),
-                            s->get_status);
+            mx_upfail_status(s->cfg, s->get_status, &f); /* logged by connect_failed */
         } else if (!s->get_ok) {
             mx_upfail_proto(s->cfg, "its url did not answer with an event stream", &f);
         } else {

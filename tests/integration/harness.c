@@ -969,6 +969,7 @@ int mx_it_client(const char *url, const char *scenario, const char *args_json, c
 
 pid_t mx_it_start_everything(const char *bearer, int *port)
 {
+    *port = 0;
     return mx_it_start_everything_as("streamableHttp", bearer, port);
 }
 
@@ -978,6 +979,7 @@ pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *
     char *bind_pre, *auth_pre, *server, *port_file, *port_env, *bearer_env, *url;
     pid_t pid;
     int p;
+    int want = *port;
 
     *port = 0;
     if (!node_ready())
@@ -995,7 +997,9 @@ pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *
                               auth_pre, server,     transport, NULL};
         /* PORT=0 and the port file: the preload reports the port the kernel
          * chose, so there is no window in which another process can take it. */
-        const char *env[] = {"PORT=0", port_env, bearer_env, "NODE_OPTIONS", NULL};
+        char listen_env[32];
+        snprintf(listen_env, sizeof(listen_env), "PORT=%d", want > 0 ? want : 0);
+        const char *env[] = {listen_env, port_env, bearer_env, "NODE_OPTIONS", NULL};
         pid = mx_it_spawn("everything", argv, env, NULL);
     }
     p = pid > 0 ? mx_it_port_file(pid, port_file, MX_IT_START_TIMEOUT_MS) : -1;

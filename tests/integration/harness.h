@@ -143,7 +143,8 @@ pid_t mx_it_client_start(const char *url, const char *scenario, const char *args
  * stores its port. Returns the pid or -1.
  */
 pid_t mx_it_start_everything(const char *bearer, int *port);
-/* The same with its |transport| argument ("streamableHttp", "sse"). */
+/* The same with its |transport| argument ("streamableHttp", "sse"), on the
+ * port *|port| holds on entry (0: any, chosen by the kernel). */
 pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *port);
 /*
  * build/sandbox-sim on 127.0.0.1:0 with a port file, requiring the bearer
