@@ -32,6 +32,7 @@
 #include "rpc.h"
 #include "sse.h"
 #include "upcall.h"
+#include "upmsg.h"
 #include "upsess_sse.h"
 
 #define SUBSYS "upsse"
@@ -47,11 +48,6 @@
 #define BACKOFF_CAP_MS     30000
 #define CANCEL_GRACE_S     2.0 /* a cancelled request's answer may still come this long */
 #define KEY_BIT            (1ULL << 62)
-
-/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle);
- * the transport is 2024-11-05's, the version is whatever the server picks. */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
 
 enum se_state {
     SE_IDLE = 0,
@@ -546,23 +542,6 @@ static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fai
 
 /* ---- failures ---- */
 
-static void fail_msg(struct se *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void fail_msg(struct se *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...)
-{
-    char what[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    memset(f, 0, sizeof(*f));
-    f->code = code;
-    f->reason = reason;
-    snprintf(f->message, sizeof(f->message), "upstream '%s' %s", name(s), what);
-}
-
 static struct srpc *first_match(struct se *s, bool sent, uint64_t max_seq)
 {
     for (struct srpc *r = s->head; r; r = r->next) {
@@ -743,8 +722,8 @@ static void stream_lost(struct se *s, const char *how)
         schedule_retry(s);
     mx_log_warn(SUBSYS, "up:%s %s; a new stream opens at the next request", name(s), how);
     /* what was POSTed may have run: never POSTed twice */
-    fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-             "%s before it answered; the request was not repeated", how);
+    mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                  "%s before it answered; the request was not repeated", how);
     fail_all(s, true, &f);
     if (s->state == SE_IDLE && first_match(s, false, UINT64_MAX))
         se_kick(s, 0.0);
@@ -759,9 +738,9 @@ static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     if (s->state != SE_CONNECTING && s->state != SE_INIT)
         return;
-    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "%s",
-             s->state == SE_CONNECTING ? "did not announce its message endpoint in time"
-                                       : "did not answer initialize in time");
+    mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "%s",
+                  s->state == SE_CONNECTING ? "did not announce its message endpoint in time"
+                                            : "did not answer initialize in time");
     se_ref(s);
     connect_failed(s, &f);
     se_unref(s);
@@ -886,10 +865,8 @@ static void send_initialize(struct se *s)
 {
     struct mx_upfail f;
     snprintf(s->init_id, sizeof(s->init_id), "mcplex-init-%llu", (unsigned long long)s->conn);
-    json_t *msg =
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", s->init_id,
-                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
-                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    /* the transport is 2024-11-05's; the version, whichever the server picks */
+    json_t *msg = mx_upmsg_initialize(s->caps, s->init_id);
     struct post *p = post_start(s, P_INIT, msg, &f);
     json_decref(msg);
     if (p == NULL)
@@ -908,8 +885,8 @@ static void got_endpoint(struct se *s, struct mx_str data)
     int rc = mx_sse_endpoint_resolve(s->cfg->url, mx_str_trim(data), &url, &why);
     if (rc) {
         /* the endpoint itself is not logged: it is the server's word */
-        fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                 "broke the protocol: mcplex refuses its message endpoint: %s", why);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                      "broke the protocol: mcplex refuses its message endpoint: %s", why);
         connect_failed(s, &f);
         return;
     }
@@ -919,31 +896,11 @@ static void got_endpoint(struct se *s, struct mx_str data)
     send_initialize(s);
 }
 
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; versions[i]; i++) {
-        if (strcmp(v, versions[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void init_answered(struct se *s, json_t *msg)
 {
     struct mx_upfail f;
     json_t *result = json_object_get(msg, "result");
-    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
-    if (!json_is_object(result) || v == NULL || !version_known(v)) {
-        const char *m =
-            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
-        if (!json_is_object(result))
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize failed: %.150s", m ? m : "no result");
-        else
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize answered protocol version %.40s, which "
-                     "mcplex does not speak",
-                     v ? v : "(none)");
+    if (!mx_upmsg_init_ok(s->cfg, msg, &f)) {
         connect_failed(s, &f);
         return;
     }
@@ -952,7 +909,7 @@ static void init_answered(struct se *s, json_t *msg)
     s->init_id[0] = '\0';
     /* MCP 2024-11-05, Lifecycle: initialized before anything else; requests
      * go once the server took it */
-    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+    json_t *note = mx_upmsg_initialized();
     struct post *p = post_start(s, P_INITIALIZED, note, &f);
     json_decref(note);
     if (p == NULL)
@@ -1067,33 +1024,13 @@ static struct srpc *rpc_by_token(struct se *s, const json_t *token)
     return NULL;
 }
 
-/* Can this request make the server ask the client something? */
-static bool may_ask(const struct srpc *r)
-{
-    static const char *const quiet[] = {"initialize",
-                                        "ping",
-                                        "logging/setLevel",
-                                        "completion/complete",
-                                        "resources/subscribe",
-                                        "resources/unsubscribe",
-                                        NULL};
-    size_t n = r->method ? strlen(r->method) : 0;
-    if (n == 0 || (n >= 5 && strcmp(r->method + n - 5, "/list") == 0))
-        return false;
-    for (size_t i = 0; quiet[i]; i++) {
-        if (strcmp(r->method, quiet[i]) == 0)
-            return false;
-    }
-    return true;
-}
-
 /* The stream says nothing of which request a server's request belongs to:
  * the one request in flight that can cause one, when there is exactly one. */
 static struct srpc *rpc_asking(struct se *s)
 {
     struct srpc *found = NULL;
     for (struct srpc *r = s->head; r; r = r->next) {
-        if (!r->sent || !may_ask(r))
+        if (!r->sent || !mx_upmsg_may_ask(r->method))
             continue;
         if (found)
             return NULL;
@@ -1118,8 +1055,7 @@ static void to_rpc(struct se *s, struct srpc *r, json_t *msg)
 static void reply_ping(struct se *s, json_t *msg)
 {
     struct mx_upfail f;
-    json_t *r =
-        json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+    json_t *r = mx_upmsg_ping_answer(msg);
     post_start(s, P_SEND, r, &f);
     json_decref(r);
 }
@@ -1283,9 +1219,7 @@ static void send_cancelled(struct se *s, struct srpc *r)
 {
     struct mx_upfail f;
     /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
-    json_t *note =
-        json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method", "notifications/cancelled",
-                  "params", "requestId", r->id, "reason", "timed out in mcplex");
+    json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
     post_start(s, P_SEND, note, &f);
     json_decref(note);
 }
@@ -1300,15 +1234,15 @@ static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (r->dead)
         return;
     if (r->cancelled) {
-        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                 "did not answer a request that was cancelled");
+        mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                      "did not answer a request that was cancelled");
         rpc_finish(r, NULL, &f);
         return;
     }
     if (r->sent && r->key == s->key && s->state == SE_READY)
         send_cancelled(s, r);
-    fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
-             (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
+    mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+                  (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
     rpc_finish(r, NULL, &f);
 }
 

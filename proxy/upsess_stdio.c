@@ -28,6 +28,7 @@
 #include "log.h"
 #include "rand.h"
 #include "rpc.h"
+#include "upmsg.h"
 #include "upsess_stdio.h"
 
 #define SUBSYS "stdio"
@@ -44,10 +45,6 @@
 #define JUNK_WARN_S     10.0 /* at most one warning this often about non-JSON lines */
 #define CANCEL_GRACE_S  2.0  /* a cancelled request's answer may still come this long */
 #define KEY_BIT         (1ULL << 63)
-
-/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
 
 enum ss_state {
     SS_IDLE = 0,
@@ -247,23 +244,6 @@ static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fai
 
 /* ---- failures ---- */
 
-static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...)
-{
-    char what[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    memset(f, 0, sizeof(*f));
-    f->code = code;
-    f->reason = reason;
-    snprintf(f->message, sizeof(f->message), "upstream '%s' %s", name(s), what);
-}
-
 static void describe_status(int status, char *out, size_t cap)
 {
     if (WIFEXITED(status))
@@ -324,10 +304,7 @@ static void send_initialize(struct ss *s)
 {
     char id[48];
     snprintf(id, sizeof(id), "mcplex-init-%zu", json_array_size(s->init_ids) + 1);
-    json_t *msg =
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
-                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
-                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    json_t *msg = mx_upmsg_initialize(s->caps, id);
     if (write_msg(s, msg) == 0)
         json_array_append_new(s->init_ids, json_string(id));
     json_decref(msg);
@@ -360,7 +337,8 @@ static void start_child(struct ss *s)
     const struct mx_server_cfg *cfg = s->cfg;
 
     if (mx_childenv_build(&cfg->env, cfg->env_secret, environ, &env, why, sizeof(why)) != 0) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "cannot be started: %s", why);
         start_failed(s, &f);
         return;
     }
@@ -381,7 +359,8 @@ static void start_child(struct ss *s)
     free(argv);
     mx_childenv_clear(&env);
     if (rc) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "cannot be started: %s", why);
         start_failed(s, &f);
         return;
     }
@@ -416,8 +395,8 @@ static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
     double limit = (double)init_limit_ms(s) / 1000.0;
     if (waited + 0.05 >= limit) {
         ss_ref(s);
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
-                 "did not answer initialize within %.0f s", limit);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "did not answer initialize within %.0f s", limit);
         end_child(s);
         set_state(s, SS_IDLE);
         start_failed(s, &f);
@@ -437,33 +416,13 @@ static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
     ev_timer_start(loop, w);
 }
 
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; versions[i]; i++) {
-        if (strcmp(v, versions[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void launch_waiting(struct ss *s);
 
 static void init_answered(struct ss *s, json_t *msg)
 {
     struct mx_upfail f;
     json_t *result = json_object_get(msg, "result");
-    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
-    if (!json_is_object(result) || v == NULL || !version_known(v)) {
-        const char *m =
-            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
-        if (!json_is_object(result))
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize failed: %.150s", m ? m : "no result");
-        else
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize answered protocol version %.40s, which "
-                     "mcplex does not speak",
-                     v ? v : "(none)");
+    if (!mx_upmsg_init_ok(s->cfg, msg, &f)) {
         end_child(s);
         set_state(s, SS_IDLE);
         start_failed(s, &f);
@@ -473,14 +432,15 @@ static void init_answered(struct ss *s, json_t *msg)
     json_decref(s->init_result);
     s->init_result = json_incref(result);
     /* MCP 2025-06-18, Lifecycle: initialized before anything else */
-    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+    json_t *note = mx_upmsg_initialized();
     write_msg(s, note);
     json_decref(note);
     s->key = KEY_BIT | next_key++;
     s->ready_at = ev_now(s->env->loop);
     set_state(s, SS_READY);
     mx_upstream_note(s->env->up, MX_UPSTREAM_EV_OK);
-    mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid, v,
+    mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid,
+                json_string_value(json_object_get(result, "protocolVersion")),
                 s->ready_at - s->started_at);
     ss_ref(s);
     launch_waiting(s);
@@ -503,7 +463,8 @@ static void on_exit_cb(struct mx_child *c, int status, void *data)
     s->key = 0;
     set_state(s, SS_IDLE);
     if (was == SS_STARTING) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting", how);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting",
+                      how);
         start_failed(s, &f);
     } else {
         if (now - s->ready_at >= STABLE_S) {
@@ -517,8 +478,8 @@ static void on_exit_cb(struct mx_child *c, int status, void *data)
         mx_log_warn(SUBSYS, "up:%s %s; it starts again at the next request", name(s), how);
         /* MCP 2025-06-18, stdio: what was written may have run; never
          * written twice */
-        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                 "%s before it answered; the request was not repeated", how);
+        mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                      "%s before it answered; the request was not repeated", how);
         fail_all(s, true, &f);
         if (s->state == SS_IDLE && first_match(s, false, UINT64_MAX))
             ss_kick(s, 0.0);
@@ -554,33 +515,13 @@ static struct srpc *rpc_by_token(struct ss *s, const json_t *token)
     return NULL;
 }
 
-/* Can this request make the server ask the client something? */
-static bool may_ask(const struct srpc *r)
-{
-    static const char *const quiet[] = {"initialize",
-                                        "ping",
-                                        "logging/setLevel",
-                                        "completion/complete",
-                                        "resources/subscribe",
-                                        "resources/unsubscribe",
-                                        NULL};
-    size_t n = r->method ? strlen(r->method) : 0;
-    if (n == 0 || (n >= 5 && strcmp(r->method + n - 5, "/list") == 0))
-        return false;
-    for (size_t i = 0; quiet[i]; i++) {
-        if (strcmp(r->method, quiet[i]) == 0)
-            return false;
-    }
-    return true;
-}
-
 /* stdio says nothing of which request a server's request belongs to: the
  * one request in flight that can cause one, when there is exactly one. */
 static struct srpc *rpc_asking(struct ss *s)
 {
     struct srpc *found = NULL;
     for (struct srpc *r = s->head; r; r = r->next) {
-        if (!r->sent || !may_ask(r))
+        if (!r->sent || !mx_upmsg_may_ask(r->method))
             continue;
         if (found)
             return NULL;
@@ -604,8 +545,7 @@ static void to_rpc(struct ss *s, struct srpc *r, json_t *msg)
 
 static void reply_ping(struct ss *s, json_t *msg)
 {
-    json_t *r =
-        json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+    json_t *r = mx_upmsg_ping_answer(msg);
     write_msg(s, r);
     json_decref(r);
 }
@@ -756,8 +696,8 @@ static void launch_waiting(struct ss *s)
         if (rc == MX_ELIMIT && mx_child_queued(s->child) > 0)
             break; /* waits for the queue to drain */
         if (rc == MX_ELIMIT) {
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "cannot take a request over %u bytes", IN_CAP);
+            mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                          "cannot take a request over %u bytes", IN_CAP);
             rpc_finish(r, NULL, &f);
         } else if (rc == MX_ECLOSED) {
             break; /* it stopped reading: its exit follows */
@@ -808,27 +748,26 @@ static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (r->cancelled) {
         /* MCP 2025-06-18, Cancellation: no answer is due to a cancelled
          * request; end it rather than wait for its timeout */
-        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                 "did not answer a request that was cancelled");
+        mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                      "did not answer a request that was cancelled");
         rpc_finish(r, NULL, &f);
         return;
     }
     if (r->sent && r->key == s->key && s->state == SS_READY) {
         /* MCP 2025-06-18, Cancellation: tell it to stop working on it */
-        json_t *note = json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method",
-                                 "notifications/cancelled", "params", "requestId", r->id, "reason",
-                                 "timed out in mcplex");
+        json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
         write_msg(s, note);
         json_decref(note);
     }
     size_t queued = mx_child_queued(s->child);
     if (queued > 0)
-        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f,
-                 "timed out after %ld s: it is not reading its input (%zu bytes wait for it)",
-                 (r->timeout_ms + 999) / 1000, queued);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f,
+                      "timed out after %ld s: it is not reading its input (%zu bytes wait for it)",
+                      (r->timeout_ms + 999) / 1000, queued);
     else
-        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
-                 (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+                      (r->timeout_ms + 999) / 1000,
+                      r->sent ? "" : " before the request could be sent");
     rpc_finish(r, NULL, &f);
 }
 
