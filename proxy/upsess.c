@@ -24,6 +24,7 @@
 #include "rpc.h"
 #include "sse.h"
 #include "upcall.h"
+#include "upmsg.h"
 #include "upsess.h"
 #include "upsess_sse.h"
 #include "upsess_stdio.h"
@@ -131,7 +132,7 @@ static void session_init(struct mx_upsess *s);
 
 size_t mx_upsess_live_cnt(void)
 {
-    return live_cnt + mx_upsess_stdio_live_cnt() + mx_upsess_sse_live_cnt();
+    return live_cnt + mx_upsess_stdio_live_cnt() + mx_upsess_sse_live_cnt() + mx_upmsg_live_cnt();
 }
 
 static const char *state_name(enum upsess_state st)

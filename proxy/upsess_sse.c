@@ -46,7 +46,6 @@
 #define STABLE_S           10.0 /* ready this long: a later break is no reconnect loop */
 #define BACKOFF_BASE_MS    500
 #define BACKOFF_CAP_MS     30000
-#define CANCEL_GRACE_S     2.0 /* a cancelled request's answer may still come this long */
 #define KEY_BIT            (1ULL << 62)
 
 enum se_state {
@@ -66,36 +65,13 @@ enum post_kind {
 
 struct se;
 
-struct srpc {
-    enum mx_upsess_kind kind; /* first: MX_UPSESS_SSE */
-    struct se *s;
-    struct srpc *prev;
-    struct srpc *next;
-    json_t *msg;   /* NULL: connect only */
-    json_t *id;    /* borrowed from msg */
-    json_t *token; /* params._meta.progressToken, borrowed from msg */
-    const char *method;
-    ev_timer timer;
-    long timeout_ms;
-    struct mx_uprpc_cbs cbs;
-    void *data;
-    struct post *post; /* its POST while that runs */
-    uint64_t key;      /* session key it was POSTed under; 0: waiting */
-    uint64_t seq;      /* order of creation within the session */
-    int refs;
-    bool sent;
-    bool cancelled; /* notifications/cancelled went for it */
-    bool paused;
-    bool dead; /* cancelled or finished: no more callbacks */
-};
-
 /* One POST to the endpoint. */
 struct post {
     struct post *prev;
     struct post *next;
     struct se *s;
     enum post_kind kind;
-    struct srpc *r; /* P_RPC, until the request ends */
+    struct mx_upmsg_rpc *r; /* P_RPC, until the request ends */
     struct mx_upcall *call;
     json_t *id;    /* P_RPC: the id of the request it carries; owned */
     uint64_t conn; /* the stream it belongs to */
@@ -127,13 +103,10 @@ struct se {
     ev_timer init_wait;    /* bounds connecting + init */
     ev_tstamp opened_at;
     ev_tstamp ready_at;
-    ev_tstamp retry_at; /* no new stream before this */
-    unsigned failures;  /* streams in a row that did not last */
-    struct srpc *head;  /* every request, in the order made */
-    struct srpc *tail;
+    ev_tstamp retry_at;  /* no new stream before this */
+    unsigned failures;   /* streams in a row that did not last */
+    struct mx_upmsg_q q; /* the requests */
     struct post *posts;
-    uint64_t seq; /* requests made so far */
-    size_t paused_cnt;
 };
 
 static uint64_t next_key = 1;
@@ -160,11 +133,6 @@ static const struct se *CSE(const struct mx_upsess *s)
 static struct mx_upsess *PUB(struct se *s)
 {
     return (struct mx_upsess *)(void *)s;
-}
-
-static struct mx_uprpc *RPUB(struct srpc *r)
-{
-    return (struct mx_uprpc *)(void *)r;
 }
 
 static const char *name(const struct se *s)
@@ -482,87 +450,40 @@ static void se_unref(struct se *s)
     live_cnt--;
 }
 
-static void rpc_ref(struct srpc *r)
+/* A request leaves the table: its POST runs on (it may have reached the
+ * server) without it. */
+static void rpc_forget(struct mx_upmsg_rpc *r, void *owner)
 {
-    r->refs++;
-}
-
-static void rpc_unref(struct srpc *r)
-{
-    MX_ASSERT(r->refs > 0);
-    if (--r->refs > 0)
-        return;
-    json_decref(r->msg);
-    free(r);
-    live_cnt--;
-}
-
-/* Out of the session's list, no timer, no callbacks; freed when unused. */
-static void rpc_kill(struct srpc *r)
-{
-    struct se *s = r->s;
-    if (r->dead)
-        return;
-    r->dead = true;
-    ev_timer_stop(s->env->loop, &r->timer);
-    if (r->post) {
-        r->post->r = NULL; /* the POST runs on: it may have reached the server */
-        r->post = NULL;
+    struct post *p = r->link;
+    (void)owner;
+    if (p) {
+        p->r = NULL;
+        r->link = NULL;
     }
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        s->tail = r->prev;
-    r->prev = r->next = NULL;
-    if (r->paused) {
-        r->paused = false;
-        if (--s->paused_cnt == 0 && s->get)
-            mx_upcall_resume(s->get);
-    }
-    rpc_unref(r);
 }
 
-/* Deliver on_done once and forget the request. */
-static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fail)
+static void q_resume(void *owner)
 {
-    struct se *s = r->s;
-    if (r->dead)
-        return;
-    rpc_ref(r);
-    se_ref(s);
-    rpc_kill(r);
-    r->cbs.on_done(RPUB(r), resp, fail, r->data);
-    se_unref(s);
-    rpc_unref(r);
+    struct se *s = owner;
+    if (s->get)
+        mx_upcall_resume(s->get);
 }
+
+static void q_hold(void *owner)
+{
+    se_ref(owner);
+}
+
+static void q_release(void *owner)
+{
+    se_unref(owner);
+}
+
+static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner);
+
+static const struct mx_upmsg_q_ops q_ops = {rpc_forget, q_resume, rpc_timeout, q_hold, q_release};
 
 /* ---- failures ---- */
-
-static struct srpc *first_match(struct se *s, bool sent, uint64_t max_seq)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent == sent && r->seq <= max_seq)
-            return r;
-    }
-    return NULL;
-}
-
-/* Fail every request POSTed (|sent|) or waiting (!|sent|) with |f|, one at a
- * time, looking again after each callback: it may cancel others or add new
- * ones (those wait for the next stream). */
-static void fail_all(struct se *s, bool sent, const struct mx_upfail *f)
-{
-    struct srpc *r;
-    uint64_t max_seq = s->seq;
-    se_ref(s);
-    while (s->state != SE_CLOSED && (r = first_match(s, sent, max_seq)) != NULL)
-        rpc_finish(r, NULL, f);
-    se_unref(s);
-}
 
 /* ---- POSTs ---- */
 
@@ -577,7 +498,7 @@ static void post_unlink(struct post *p)
         p->next->prev = p->prev;
     p->prev = p->next = NULL;
     if (p->r) {
-        p->r->post = NULL;
+        p->r->link = NULL;
         p->r = NULL;
     }
 }
@@ -679,9 +600,7 @@ static void end_stream(struct se *s)
     free(s->endpoint);
     s->endpoint = NULL;
     s->key = 0;
-    s->paused_cnt = 0;
-    for (struct srpc *r = s->head; r; r = r->next)
-        r->paused = false;
+    mx_upmsg_unpause_all(&s->q);
     /* POSTs of the old stream run on (they may have reached the server);
      * conn tells their answers apart */
 }
@@ -704,7 +623,12 @@ static void connect_failed(struct se *s, const struct mx_upfail *f)
     schedule_retry(s);
     mx_log_warn(SUBSYS, "%s; next attempt in %.1f s at the earliest", f->message,
                 s->retry_at - ev_now(s->env->loop));
-    fail_all(s, false, f);
+    se_ref(s);
+    mx_upmsg_fail_all(&s->q, false, f);
+    /* requests made by those callbacks wait for the next attempt */
+    if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
+        se_kick(s, s->retry_at - ev_now(s->env->loop));
+    se_unref(s);
 }
 
 /* The stream of a ready session ended: the server's session is gone. */
@@ -724,8 +648,8 @@ static void stream_lost(struct se *s, const char *how)
     /* what was POSTed may have run: never POSTed twice */
     mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
                   "%s before it answered; the request was not repeated", how);
-    fail_all(s, true, &f);
-    if (s->state == SE_IDLE && first_match(s, false, UINT64_MAX))
+    mx_upmsg_fail_all(&s->q, true, &f);
+    if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
         se_kick(s, 0.0);
     se_unref(s);
 }
@@ -823,7 +747,7 @@ static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data)
     int rc = mx_sse_decode(&s->dec, p, len);
     if (rc == MX_ELIMIT && s->conn == conn && s->get)
         mx_log_warn(SUBSYS, "up:%s sent an event over %u bytes; dropped", name(s), SSE_EVENT_CAP);
-    bool pause = s->state == SE_READY && s->paused_cnt > 0 && s->conn == conn && s->get;
+    bool pause = s->state == SE_READY && s->q.paused_cnt > 0 && s->conn == conn && s->get;
     se_unref(s);
     return pause ? MX_EAGAIN : 0;
 }
@@ -948,7 +872,7 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
 {
     struct post *p = data;
     struct se *s = p->s;
-    struct srpc *r = p->r;
+    struct mx_upmsg_rpc *r = p->r;
     struct mx_upfail f;
     (void)u;
     p->call = NULL;
@@ -984,12 +908,12 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
             json_t *m = error_answer(mx_buf_str(&p->body), p->id);
             if (m) {
                 trace(s, "s2c", mx_buf_str(&p->body));
-                rpc_finish(r, m, NULL);
+                mx_upmsg_finish(r, m, NULL);
                 json_decref(m);
                 break;
             }
         }
-        rpc_finish(r, NULL, &f);
+        mx_upmsg_finish(r, NULL, &f);
         /* a server that no longer knows the session (Python SDK: 404) will
          * answer nothing more on this stream */
         if (!err && p->status == 404 && current && s->state == SE_READY)
@@ -1006,52 +930,6 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
 
 /* ---- reading the stream ---- */
 
-static struct srpc *rpc_by_id(struct se *s, const json_t *id)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent && r->id && json_equal(r->id, id))
-            return r;
-    }
-    return NULL;
-}
-
-static struct srpc *rpc_by_token(struct se *s, const json_t *token)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent && r->token && json_equal(r->token, token))
-            return r;
-    }
-    return NULL;
-}
-
-/* The stream says nothing of which request a server's request belongs to:
- * the one request in flight that can cause one, when there is exactly one. */
-static struct srpc *rpc_asking(struct se *s)
-{
-    struct srpc *found = NULL;
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (!r->sent || !mx_upmsg_may_ask(r->method))
-            continue;
-        if (found)
-            return NULL;
-        found = r;
-    }
-    return found;
-}
-
-static void to_rpc(struct se *s, struct srpc *r, json_t *msg)
-{
-    if (r->cbs.on_message == NULL)
-        return;
-    rpc_ref(r);
-    int rc = r->cbs.on_message(RPUB(r), s->key, msg, r->data);
-    if (rc == MX_EAGAIN && !r->dead && !r->paused && s->state == SE_READY) {
-        r->paused = true;
-        s->paused_cnt++;
-    }
-    rpc_unref(r);
-}
-
 static void reply_ping(struct se *s, json_t *msg)
 {
     struct mx_upfail f;
@@ -1062,9 +940,8 @@ static void reply_ping(struct se *s, json_t *msg)
 
 static void handle_msg(struct se *s, json_t *msg)
 {
-    enum mx_rpc_kind kind = mx_rpc_classify(msg);
     const char *method = json_string_value(json_object_get(msg, "method"));
-    switch (kind) {
+    switch (mx_rpc_classify(msg)) {
     case MX_RPC_RESPONSE: {
         json_t *id = json_object_get(msg, "id");
         if (s->state == SE_INIT && s->init_id[0] && json_is_string(id) &&
@@ -1072,40 +949,24 @@ static void handle_msg(struct se *s, json_t *msg)
             init_answered(s, msg);
             return;
         }
-        struct srpc *r = s->state == SE_READY ? rpc_by_id(s, id) : NULL;
+        struct mx_upmsg_rpc *r = s->state == SE_READY ? mx_upmsg_by_id(&s->q, id) : NULL;
         if (r)
-            rpc_finish(r, msg, NULL);
+            mx_upmsg_finish(r, msg, NULL);
         else
             mx_log_debug(SUBSYS, "up:%s answered a request nobody waits for; dropped", name(s));
         return;
     }
     case MX_RPC_NOTIFICATION:
-        if (s->state != SE_READY) {
-            mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
-            return;
-        }
-        if (strcmp(method, "notifications/progress") == 0) {
-            json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
-            struct srpc *r = token ? rpc_by_token(s, token) : NULL;
-            if (r && r->cbs.on_message) {
-                to_rpc(s, r, msg);
-                return;
-            }
-        }
-        break;
     case MX_RPC_REQUEST:
         if (s->state != SE_READY) {
             if (strcmp(method, "ping") == 0 && s->endpoint)
                 reply_ping(s, msg);
+            else
+                mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
             return;
         }
-        {
-            struct srpc *r = rpc_asking(s);
-            if (r && r->cbs.on_message) {
-                to_rpc(s, r, msg);
-                return;
-            }
-        }
+        if (mx_upmsg_route(&s->q, msg, s->key))
+            return;
         break;
     case MX_RPC_INVALID:
         mx_log_debug(SUBSYS, "up:%s sent JSON that is not JSON-RPC; ignored", name(s));
@@ -1157,28 +1018,28 @@ static int on_event(const struct mx_sse_event *ev, void *data)
 
 /* ---- launching ---- */
 
-static void post_rpc(struct se *s, struct srpc *r)
+static void post_rpc(struct se *s, struct mx_upmsg_rpc *r)
 {
     struct mx_upfail f;
     r->sent = true;
     r->key = s->key;
     struct post *p = post_start(s, P_RPC, r->msg, &f);
     if (p == NULL) {
-        rpc_finish(r, NULL, &f);
+        mx_upmsg_finish(r, NULL, &f);
         return;
     }
     p->r = r;
     p->id = json_incref(r->id);
-    r->post = p;
+    r->link = p;
 }
 
 static void launch_waiting(struct se *s)
 {
-    struct srpc *r;
+    struct mx_upmsg_rpc *r;
     se_ref(s);
-    while (s->state == SE_READY && (r = first_match(s, false, UINT64_MAX)) != NULL) {
+    while (s->state == SE_READY && (r = mx_upmsg_first(&s->q, false, UINT64_MAX)) != NULL) {
         if (r->msg == NULL)
-            rpc_finish(r, NULL, NULL);
+            mx_upmsg_finish(r, NULL, NULL);
         else
             post_rpc(s, r);
     }
@@ -1194,7 +1055,7 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     se_ref(s);
     if (s->state == SE_READY) {
         launch_waiting(s);
-    } else if (s->state == SE_IDLE && first_match(s, false, UINT64_MAX)) {
+    } else if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX)) {
         ev_tstamp now = ev_now(loop);
         if (now < s->retry_at)
             se_kick(s, s->retry_at - now);
@@ -1215,35 +1076,19 @@ static void se_kick(struct se *s, double after_s)
     ev_timer_start(s->env->loop, &s->kick);
 }
 
-static void send_cancelled(struct se *s, struct srpc *r)
+static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
 {
+    struct se *s = owner;
     struct mx_upfail f;
-    /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
-    json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
-    post_start(s, P_SEND, note, &f);
-    json_decref(note);
-}
-
-static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct srpc *r = mx_container_of(w, struct srpc, timer);
-    struct se *s = r->s;
-    struct mx_upfail f;
-    (void)loop;
-    (void)revents;
-    if (r->dead)
-        return;
-    if (r->cancelled) {
-        mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                      "did not answer a request that was cancelled");
-        rpc_finish(r, NULL, &f);
-        return;
+    if (r->sent && r->key == s->key && s->state == SE_READY) {
+        /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
+        json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
+        post_start(s, P_SEND, note, &f);
+        json_decref(note);
     }
-    if (r->sent && r->key == s->key && s->state == SE_READY)
-        send_cancelled(s, r);
     mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
                   (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
-    rpc_finish(r, NULL, &f);
+    mx_upmsg_finish(r, NULL, &f);
 }
 
 /* ---- public ---- */
@@ -1266,6 +1111,7 @@ struct mx_upsess *mx_upsess_sse_new(struct mx_upsess_env *env, const json_t *cap
     mx_buf_init(&s->get_err, ERR_BODY_CAP);
     ev_init(&s->kick, kick_cb);
     ev_init(&s->init_wait, init_wait_cb);
+    mx_upmsg_q_init(&s->q, env->loop, MX_UPSESS_SSE, s->cfg, &q_ops, s);
     live_cnt++;
     return PUB(s);
 }
@@ -1285,8 +1131,7 @@ void mx_upsess_sse_close(struct mx_upsess *pub)
         post_unlink(p);
         post_free(p);
     }
-    while (s->head)
-        rpc_kill(s->head);
+    mx_upmsg_kill_all(&s->q);
     se_unref(s);
 }
 
@@ -1313,59 +1158,24 @@ int mx_upsess_sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
 {
     struct se *s = SE(pub);
     *out = NULL;
-    if (s == NULL || s->state == SE_CLOSED || cbs == NULL || cbs->on_done == NULL ||
-        (msg && json_object_get(msg, "id") == NULL) || s->cfg->url == NULL)
+    if (s == NULL || s->state == SE_CLOSED || s->cfg->url == NULL)
         return MX_EINVAL;
-    struct srpc *r = mx_xcalloc(1, sizeof(*r));
-    r->kind = MX_UPSESS_SSE;
-    r->s = s;
-    r->refs = 1;
-    if (msg) {
-        r->msg = json_incref(msg);
-        r->id = json_object_get(msg, "id");
-        r->method = json_string_value(json_object_get(msg, "method"));
-        r->token = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
-                                   "progressToken");
-    }
-    r->timeout_ms = timeout_ms;
-    r->seq = ++s->seq;
-    r->cbs = *cbs;
-    r->data = data;
-    ev_init(&r->timer, rpc_timeout_cb);
-    if (timeout_ms > 0) {
-        ev_timer_set(&r->timer, (double)timeout_ms / 1000.0, 0.0);
-        ev_timer_start(s->env->loop, &r->timer);
-    }
-    /* at the tail: waiting requests go out in the order they came */
-    r->prev = s->tail;
-    if (s->tail)
-        s->tail->next = r;
-    else
-        s->head = r;
-    s->tail = r;
-    live_cnt++;
-    *out = RPUB(r);
+    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    se_kick(s, 0.0);
-    return 0;
+    if (rc == 0)
+        se_kick(s, 0.0);
+    return rc;
 }
 
 void mx_uprpc_sse_cancel(struct mx_uprpc *pub)
 {
-    struct srpc *r = (struct srpc *)(void *)pub;
-    if (r == NULL)
-        return;
-    rpc_kill(r);
+    if (pub)
+        mx_upmsg_kill((struct mx_upmsg_rpc *)(void *)pub);
 }
 
 void mx_uprpc_sse_resume(struct mx_uprpc *pub)
 {
-    struct srpc *r = (struct srpc *)(void *)pub;
-    if (r == NULL || r->dead || !r->paused)
-        return;
-    r->paused = false;
-    if (--r->s->paused_cnt == 0 && r->s->get)
-        mx_upcall_resume(r->s->get);
+    mx_upmsg_resume((struct mx_upmsg_rpc *)(void *)pub);
 }
 
 void mx_upsess_sse_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
@@ -1381,16 +1191,5 @@ void mx_upsess_sse_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
         mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), f.message);
         return;
     }
-    const char *method = json_string_value(json_object_get(msg, "method"));
-    if (method && strcmp(method, "notifications/cancelled") == 0) {
-        json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
-        struct srpc *r = rid ? rpc_by_id(s, rid) : NULL;
-        if (r && !r->cancelled && r->key == s->key) {
-            /* MCP 2024-11-05, Cancellation: no answer is due to it */
-            r->cancelled = true;
-            ev_timer_stop(s->env->loop, &r->timer);
-            ev_timer_set(&r->timer, CANCEL_GRACE_S, 0.0);
-            ev_timer_start(s->env->loop, &r->timer);
-        }
-    }
+    mx_upmsg_sent(&s->q, msg, s->key);
 }
