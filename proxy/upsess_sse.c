@@ -483,8 +483,6 @@ static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner);
 
 static const struct mx_upmsg_q_ops q_ops = {rpc_forget, q_resume, rpc_timeout, q_hold, q_release};
 
-/* ---- failures ---- */
-
 /* ---- POSTs ---- */
 
 static void post_unlink(struct post *p)
