@@ -5,11 +5,10 @@
  * beside sandbox-sim over Streamable HTTP, driven by the official SDK client
  * through the merged /mcp (list, call, progress, a sampling request the
  * client answers) and through /mcp/<server> (initialize, list, call,
- * progress). Also: the same server with a wrong token is refused with a
- * clear auth error; a server whose `endpoint` event names another origin
- * is refused and that origin never hears from mcplex; a call in flight
- * when the server dies fails as outcome-unknown, is not sent again, and the
- * next call opens a new stream to the restarted server; no canary in
+ * progress), calls at once from many clients. Also: the same server with a wrong token is refused
+ * with a clear auth error; a server whose `endpoint` event names another origin is refused and that
+ * origin never hears from mcplex; a call in flight when the server dies fails as outcome-unknown,
+ * is not sent again, and the next call opens a new stream to the restarted server; no canary in
  * anything mcplex printed or wrote.
  */
 #include <setjmp.h>
@@ -245,6 +244,34 @@ static void assert_direct(const struct world *w)
     free(url);
 }
 
+/* Calls at once from separate clients over the one shared upstream stream
+ * of each endpoint: every answer reaches the client that asked. */
+static void assert_concurrent(const struct world *w)
+{
+    enum { PER_ENDPOINT = 6 };
+    pid_t pids[2 * PER_ENDPOINT];
+    char *one = mx_xasprintf("%s/ev", w->url);
+    for (int i = 0; i < 2 * PER_ENDPOINT; i++) {
+        bool merged = i < PER_ENDPOINT;
+        char *args = mx_xasprintf("{\"name\":\"%s\",\"arguments\":{\"message\":\"m%d\"}}",
+                                  merged ? "ev_echo" : "echo", i);
+        pids[i] = mx_it_client_start(merged ? w->url : one, "call", args, NULL);
+        assert_true(pids[i] > 0);
+        free(args);
+    }
+    for (int i = 0; i < 2 * PER_ENDPOINT; i++) {
+        json_t *out = NULL;
+        char want[32];
+        assert_int_equal(mx_it_node_finish(pids[i], MX_IT_NODE_TIMEOUT_MS, &out), 0);
+        snprintf(want, sizeof(want), "Echo: m%d", i);
+        const char *text = mx_it_result_text(out);
+        if (text == NULL || strcmp(text, want) != 0)
+            fail_msg("client %d got %s, wanted %s", i, text ? text : "no text", want);
+        json_decref(out);
+    }
+    free(one);
+}
+
 static void assert_refusals(const struct world *w)
 {
     /* the credential is refused: a clear error, not a bare 401 */
@@ -346,6 +373,7 @@ static void test_sse_upstream(void **state)
     start_world(&w);
     assert_merged(&w);
     assert_direct(&w);
+    assert_concurrent(&w);
     assert_refusals(&w);
     assert_stream_loss(&w);
     assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
