@@ -38,7 +38,7 @@
 #define SUBSYS "upsse"
 
 #define SSE_EVENT_CAP      (16u * 1024 * 1024) /* one event from the stream */
-#define ERR_BODY_CAP       (64u * 1024)        /* body of a refused GET or POST */
+#define ERR_BODY_CAP       (64u * 1024)        /* body of a refused POST */
 #define ENDPOINT_CAP       2048u               /* longest endpoint URL accepted */
 #define INIT_LIMIT_MS      30000L /* stream opened to session ready, on top of waking */
 #define POST_TIMEOUT_MS    30000L /* one POST: the server answers 202 at once */
@@ -98,9 +98,8 @@ struct se {
     long get_status;
     bool get_ok; /* 2xx text/event-stream */
     struct mx_sse_decoder dec;
-    struct mx_buf get_err; /* the body of a refused GET */
-    ev_timer kick;         /* opens and launches from the loop, never from a caller's call */
-    ev_timer init_wait;    /* bounds connecting + init */
+    ev_timer kick;      /* opens and launches from the loop, never from a caller's call */
+    ev_timer init_wait; /* bounds connecting + init */
     ev_tstamp opened_at;
     ev_tstamp ready_at;
     ev_tstamp retry_at;  /* no new stream before this */
@@ -445,7 +444,6 @@ static void se_unref(struct se *s)
     free(s->trace_session);
     free(s->endpoint);
     mx_sse_decoder_clear(&s->dec);
-    mx_buf_clear(&s->get_err);
     free(s);
     live_cnt--;
 }
@@ -691,7 +689,6 @@ static void open_stream(struct se *s)
     s->get_ok = false;
     mx_sse_decoder_clear(&s->dec);
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
-    mx_buf_reset(&s->get_err);
     set_state(s, SE_CONNECTING);
     int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &get_cbs, s, &s->get);
     mx_upreq_hdrs_clear(&h);
@@ -736,10 +733,8 @@ static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data)
     (void)u;
     if (s->state == SE_CLOSED || s->get == NULL)
         return 0;
-    if (!s->get_ok) {
-        mx_buf_append(&s->get_err, p, len);
-        return 0;
-    }
+    if (!s->get_ok)
+        return 0; /* a refusal: its status says enough */
     se_ref(s);
     uint64_t conn = s->conn;
     int rc = mx_sse_decode(&s->dec, p, len);
@@ -1106,7 +1101,6 @@ struct mx_upsess *mx_upsess_sse_new(struct mx_upsess_env *env, const json_t *cap
     s->caps = caps ? json_deep_copy(caps) : json_object();
     s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
-    mx_buf_init(&s->get_err, ERR_BODY_CAP);
     ev_init(&s->kick, kick_cb);
     ev_init(&s->init_wait, init_wait_cb);
     mx_upmsg_q_init(&s->q, env->loop, MX_UPSESS_SSE, s->cfg, &q_ops, s);
