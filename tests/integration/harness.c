@@ -1171,6 +1171,49 @@ json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_
     return out;
 }
 
+char *mx_it_secret_file(const char *name, const char *value)
+{
+    char *path = mx_it_path(name);
+    assert_int_equal(mx_it_write_file(path, value, strlen(value)), 0);
+    return path;
+}
+
+int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,
+                      const char *needle)
+{
+    char *trace = mx_it_read_file(trace_path, NULL);
+    char want_dir[32], want_server[96];
+    int n = 0;
+    if (trace == NULL)
+        return 0;
+    snprintf(want_dir, sizeof(want_dir), "\"%s\"", dir);
+    snprintf(want_server, sizeof(want_server), "\"server\":\"%s\"", server);
+    for (char *line = trace; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(line, want_dir) && strstr(line, want_server) && strstr(line, needle))
+            n++;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(trace);
+    return n;
+}
+
+int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt)
+{
+    int total = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        char **hits = NULL;
+        int n = mx_it_scan_for(files, canaries[i], &hits);
+        for (int k = 0; k < n; k++)
+            fprintf(stderr, "canary %zu found in %s\n", i, hits[k]);
+        mx_it_strv_free(hits);
+        total += n < 0 ? 1 : n;
+    }
+    return total;
+}
+
 const char *mx_it_result_text(const json_t *out)
 {
     const json_t *r = json_object_get(out, "result");

@@ -41,13 +41,6 @@ struct world {
     char *trace;
 };
 
-static char *secret_file(const char *name, const char *value)
-{
-    char *path = mx_it_path(name);
-    assert_int_equal(mx_it_write_file(path, value, strlen(value)), 0);
-    return path;
-}
-
 /* tests/js/sse-elsewhere.mjs; its /sse port in |*port|. */
 static pid_t start_elsewhere(int *port)
 {
@@ -76,9 +69,9 @@ static void start_world(struct world *w)
     assert_true(mx_it_start_sim("sim", w->sim_token, NULL, &sim_port) > 0);
     assert_true(start_elsewhere(&w->far_port) > 0);
 
-    char *ev_s = secret_file("ev.secret", w->ev_token);
-    char *bad_s = secret_file("bad.secret", w->bad_token);
-    char *sim_s = secret_file("sim.secret", w->sim_token);
+    char *ev_s = mx_it_secret_file("ev.secret", w->ev_token);
+    char *bad_s = mx_it_secret_file("bad.secret", w->bad_token);
+    char *sim_s = mx_it_secret_file("sim.secret", w->sim_token);
     int port = mx_it_free_port();
     w->trace = mx_it_path("trace.jsonl");
     char *cfg = mx_xasprintf(
@@ -112,39 +105,6 @@ static void free_world(struct world *w)
     free(w->trace);
 }
 
-static json_t *client_at(const char *url, const char *scenario, const char *args)
-{
-    json_t *out = NULL;
-    int rc = mx_it_client(url, scenario, args, NULL, &out);
-    if (rc != 0 || out == NULL)
-        fail_msg("client %s %s: exit %d", scenario, args ? args : "", rc);
-    return out;
-}
-
-/* How many lines of the trace are messages of |dir| for |server| holding
- * |needle|. */
-static int trace_count(const struct world *w, const char *dir, const char *server,
-                       const char *needle)
-{
-    char *trace = mx_it_read_file(w->trace, NULL);
-    char want_dir[32], want_server[64];
-    int n = 0;
-    if (trace == NULL)
-        return 0;
-    snprintf(want_dir, sizeof(want_dir), "\"%s\"", dir);
-    snprintf(want_server, sizeof(want_server), "\"server\":\"%s\"", server);
-    for (char *line = trace; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strstr(line, want_dir) && strstr(line, want_server) && strstr(line, needle))
-            n++;
-        line = nl ? nl + 1 : NULL;
-    }
-    free(trace);
-    return n;
-}
-
 /* GET |path| on 127.0.0.1:|port| (a fixture's stats), as JSON. */
 static json_t *stats(int port, const char *path)
 {
@@ -170,7 +130,7 @@ static long stat_of(int port, const char *path, const char *key)
 
 static void assert_merged(const struct world *w)
 {
-    json_t *out = client_at(w->url, "list-all", NULL);
+    json_t *out = mx_it_client_ok(w->url, "list-all", NULL);
     json_t *tools = json_object_get(json_object_get(out, "tools"), "names");
     /* echo is on both: prefixed; the rest of the SSE server's as they are */
     static const char *const want[] = {
@@ -183,17 +143,19 @@ static void assert_merged(const struct world *w)
     assert_true(json_array_size(json_object_get(json_object_get(out, "prompts"), "names")) > 0);
     json_decref(out);
 
-    out = client_at(w->url, "call", "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"old\"}}");
+    out = mx_it_client_ok(w->url, "call",
+                          "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"old\"}}");
     assert_string_equal(mx_it_result_text(out), "Echo: old");
     json_decref(out);
-    out = client_at(w->url, "call", "{\"name\":\"sim_echo\",\"arguments\":{\"message\":\"new\"}}");
+    out = mx_it_client_ok(w->url, "call",
+                          "{\"name\":\"sim_echo\",\"arguments\":{\"message\":\"new\"}}");
     assert_non_null(strstr(mx_it_result_text(out), "new"));
     json_decref(out);
 
     /* progress, routed by its token from the GET stream to this call */
-    out = client_at(w->url, "progress",
-                    "{\"name\":\"trigger-long-running-operation\","
-                    "\"arguments\":{\"duration\":1,\"steps\":4}}");
+    out = mx_it_client_ok(w->url, "progress",
+                          "{\"name\":\"trigger-long-running-operation\","
+                          "\"arguments\":{\"duration\":1,\"steps\":4}}");
     json_t *progress = json_object_get(out, "progress");
     assert_int_equal(json_array_size(progress), 4);
     assert_non_null(strstr(mx_it_result_text(out), "Steps: 4"));
@@ -202,23 +164,23 @@ static void assert_merged(const struct world *w)
     json_decref(out);
 
     /* a sampling request from the server, answered by the client */
-    out = client_at(w->url, "sampling",
-                    "{\"name\":\"trigger-sampling-request\","
-                    "\"arguments\":{\"prompt\":\"from-old\",\"maxTokens\":10},"
-                    "\"reply\":\"answer-from-client\"}");
+    out = mx_it_client_ok(w->url, "sampling",
+                          "{\"name\":\"trigger-sampling-request\","
+                          "\"arguments\":{\"prompt\":\"from-old\",\"maxTokens\":10},"
+                          "\"reply\":\"answer-from-client\"}");
     assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
     const char *text = mx_it_result_text(out);
     assert_non_null(text);
     assert_non_null(strstr(text, "answer-from-client"));
     json_decref(out);
     /* the answer went up as a POST of its own */
-    assert_true(trace_count(w, "c2s", "ev", "answer-from-client") >= 1);
+    assert_true(mx_it_trace_count(w->trace, "c2s", "ev", "answer-from-client") >= 1);
 }
 
 static void assert_direct(const struct world *w)
 {
     char *url = mx_xasprintf("%s/ev", w->url);
-    json_t *out = client_at(url, "smoke", "{\"message\":\"direct\"}");
+    json_t *out = mx_it_client_ok(url, "smoke", "{\"message\":\"direct\"}");
     assert_true(json_is_true(json_object_get(out, "ok")));
     /* that one server, alone: its own name and tools, unprefixed */
     const char *server = json_string_value(json_object_get(
@@ -235,9 +197,9 @@ static void assert_direct(const struct world *w)
         "Echo: direct");
     json_decref(out);
 
-    out = client_at(url, "progress",
-                    "{\"name\":\"trigger-long-running-operation\","
-                    "\"arguments\":{\"duration\":0.6,\"steps\":3}}");
+    out = mx_it_client_ok(url, "progress",
+                          "{\"name\":\"trigger-long-running-operation\","
+                          "\"arguments\":{\"duration\":0.6,\"steps\":3}}");
     assert_int_equal(json_array_size(json_object_get(out, "progress")), 3);
     assert_non_null(strstr(mx_it_result_text(out), "Steps: 3"));
     json_decref(out);
@@ -276,7 +238,7 @@ static void assert_refusals(const struct world *w)
 {
     /* the credential is refused: a clear error, not a bare 401 */
     char *url = mx_xasprintf("%s/bad", w->url);
-    json_t *out = client_at(url, "smoke", "{\"message\":\"x\"}");
+    json_t *out = mx_it_client_ok(url, "smoke", "{\"message\":\"x\"}");
     const char *msg = json_string_value(json_object_get(json_object_get(out, "error"), "message"));
     assert_non_null(msg);
     assert_non_null(strstr(msg, "upstream 'bad' auth-failed"));
@@ -286,7 +248,7 @@ static void assert_refusals(const struct world *w)
 
     /* an endpoint on another origin: refused, and that origin hears nothing */
     url = mx_xasprintf("%s/far", w->url);
-    out = client_at(url, "smoke", "{\"message\":\"x\"}");
+    out = mx_it_client_ok(url, "smoke", "{\"message\":\"x\"}");
     msg = json_string_value(json_object_get(json_object_get(out, "error"), "message"));
     assert_non_null(msg);
     assert_non_null(strstr(msg, "refuses its message endpoint"));
@@ -300,25 +262,27 @@ static void assert_refusals(const struct world *w)
     json_decref(st);
 
     /* everyone else is still served */
-    out = client_at(w->url, "call", "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"still\"}}");
+    out = mx_it_client_ok(w->url, "call",
+                          "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"still\"}}");
     assert_string_equal(mx_it_result_text(out), "Echo: still");
     json_decref(out);
 }
 
 static void assert_stream_loss(struct world *w)
 {
-    int before = trace_count(w, "c2s", "ev", "trigger-long-running-operation");
+    int before = mx_it_trace_count(w->trace, "c2s", "ev", "trigger-long-running-operation");
     pid_t c = mx_it_client_start(w->url, "progress",
                                  "{\"name\":\"trigger-long-running-operation\","
                                  "\"arguments\":{\"duration\":8,\"steps\":8}}",
                                  NULL);
     assert_true(c > 0);
     for (int waited = 0; waited < 20000; waited += 50) {
-        if (trace_count(w, "c2s", "ev", "trigger-long-running-operation") > before)
+        if (mx_it_trace_count(w->trace, "c2s", "ev", "trigger-long-running-operation") > before)
             break;
         usleep(50 * 1000);
     }
-    assert_int_equal(trace_count(w, "c2s", "ev", "trigger-long-running-operation"), before + 1);
+    assert_int_equal(mx_it_trace_count(w->trace, "c2s", "ev", "trigger-long-running-operation"),
+                     before + 1);
     usleep(1500 * 1000); /* a progress or two */
     assert_int_equal(mx_it_signal(w->ev, SIGKILL), 0);
     assert_true(mx_it_wait_exit(w->ev, 5000) >= 0);
@@ -342,12 +306,13 @@ static void assert_stream_loss(struct world *w)
     w->ev = mx_it_start_everything_as("sse", w->ev_token, &port);
     assert_true(w->ev > 0);
     assert_int_equal(port, w->ev_port);
-    json_t *out =
-        client_at(w->url, "call", "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"back\"}}");
+    json_t *out = mx_it_client_ok(w->url, "call",
+                                  "{\"name\":\"ev_echo\",\"arguments\":{\"message\":\"back\"}}");
     assert_string_equal(mx_it_result_text(out), "Echo: back");
     json_decref(out);
     /* the call that was in flight went up once, never again */
-    assert_int_equal(trace_count(w, "c2s", "ev", "trigger-long-running-operation"), before + 1);
+    assert_int_equal(mx_it_trace_count(w->trace, "c2s", "ev", "trigger-long-running-operation"),
+                     before + 1);
     assert_true(stat_of(w->ev_port, "/__auth_stats", "accepted") >= 3);
 }
 
@@ -355,14 +320,7 @@ static void assert_no_canary(const struct world *w)
 {
     const char *canaries[] = {w->ev_token, w->bad_token, w->sim_token};
     const char *files[] = {w->log, w->trace, NULL};
-    for (size_t i = 0; i < sizeof(canaries) / sizeof(canaries[0]); i++) {
-        char **hits = NULL;
-        int n = mx_it_scan_for(files, canaries[i], &hits);
-        for (int k = 0; k < n; k++)
-            fprintf(stderr, "canary %zu found in %s\n", i, hits[k]);
-        mx_it_strv_free(hits);
-        assert_int_equal(n, 0);
-    }
+    assert_int_equal(mx_it_canary_hits(files, canaries, 3), 0);
 }
 
 static void test_sse_upstream(void **state)
