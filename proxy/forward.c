@@ -423,8 +423,8 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
     struct mx_upreq_hdrs h;
     double t_recv = mx_metrics_now();
 
-    if (up->cfg->transport == MX_TRANSPORT_STDIO) {
-        mx_stdio_serve(gw, up, req); /* stdio_serve.h */
+    if (up->cfg->transport == MX_TRANSPORT_STDIO || up->cfg->transport == MX_TRANSPORT_SSE) {
+        mx_stdio_serve(gw, up, req); /* stdio_serve.h: any upstream behind upsess.h */
         return;
     }
     if (up->cfg->url == NULL) {

@@ -812,7 +812,7 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
         if (u->up->retired)
             continue;
         if (u->init == NULL) {
-            unknown = unknown || (u->cfg->transport != MX_TRANSPORT_SSE && u->state != UPS_FAILED);
+            unknown = unknown || u->state != UPS_FAILED;
             continue;
         }
         tools = tools || json_is_object(json_object_get(caps, "tools"));

@@ -230,8 +230,8 @@ static bool offers(const struct mx_mcpup *u, int kind)
 
 bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list)
 {
-    if (u->cfg->transport == MX_TRANSPORT_SSE || u->up->retired)
-        return false; /* HTTP+SSE upstreams are not served at /mcp yet; retired ones leave */
+    if (u->up->retired)
+        return false; /* retired ones leave */
     if (u->refresh)
         return true;
     switch (u->state) {
@@ -492,7 +492,7 @@ void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struc
         u->refresh->kinds |= kinds;
         return;
     }
-    if (u->cfg->transport == MX_TRANSPORT_SSE || u->m->shutting_down) {
+    if (u->m->shutting_down) {
         refresh_end(u, NULL);
         return;
     }

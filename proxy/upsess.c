@@ -24,7 +24,9 @@
 #include "rpc.h"
 #include "sse.h"
 #include "upcall.h"
+#include "upmsg.h"
 #include "upsess.h"
+#include "upsess_sse.h"
 #include "upsess_stdio.h"
 
 #define SUBSYS "upsess"
@@ -130,7 +132,7 @@ static void session_init(struct mx_upsess *s);
 
 size_t mx_upsess_live_cnt(void)
 {
-    return live_cnt + mx_upsess_stdio_live_cnt();
+    return live_cnt + mx_upsess_stdio_live_cnt() + mx_upsess_sse_live_cnt() + mx_upmsg_live_cnt();
 }
 
 static const char *state_name(enum upsess_state st)
@@ -927,6 +929,8 @@ struct mx_upsess *mx_upsess_new(struct mx_upsess_env *env, const json_t *caps,
 {
     if (env->up->cfg->transport == MX_TRANSPORT_STDIO)
         return mx_upsess_stdio_new(env, caps, trace_session, cbs, data);
+    if (env->up->cfg->transport == MX_TRANSPORT_SSE)
+        return mx_upsess_sse_new(env, caps, trace_session, cbs, data); /* upsess_sse.h */
     struct mx_upsess *s = mx_xcalloc(1, sizeof(*s));
     s->env = env;
     s->cbs = *cbs;
@@ -944,6 +948,10 @@ void mx_upsess_close(struct mx_upsess *s)
 {
     if (mx_upsess_is_stdio(s)) {
         mx_upsess_stdio_close(s);
+        return;
+    }
+    if (mx_upsess_is_sse(s)) {
+        mx_upsess_sse_close(s);
         return;
     }
     if (s == NULL || s->state == US_CLOSED)
@@ -971,6 +979,8 @@ uint64_t mx_upsess_key(const struct mx_upsess *s)
 {
     if (mx_upsess_is_stdio(s))
         return mx_upsess_stdio_key(s);
+    if (mx_upsess_is_sse(s))
+        return mx_upsess_sse_key(s);
     return s && s->state == US_READY ? s->key : 0;
 }
 
@@ -978,6 +988,8 @@ bool mx_upsess_is_ready(const struct mx_upsess *s)
 {
     if (mx_upsess_is_stdio(s))
         return mx_upsess_stdio_is_ready(s);
+    if (mx_upsess_is_sse(s))
+        return mx_upsess_sse_is_ready(s);
     return s && s->state == US_READY;
 }
 
@@ -985,6 +997,8 @@ json_t *mx_upsess_init_result(const struct mx_upsess *s)
 {
     if (mx_upsess_is_stdio(s))
         return mx_upsess_stdio_init_result(s);
+    if (mx_upsess_is_sse(s))
+        return mx_upsess_sse_init_result(s);
     return s ? s->init_result : NULL;
 }
 
@@ -993,6 +1007,8 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
 {
     if (mx_upsess_is_stdio(s))
         return mx_upsess_stdio_request(s, msg, timeout_ms, cbs, data, out);
+    if (mx_upsess_is_sse(s))
+        return mx_upsess_sse_request(s, msg, timeout_ms, cbs, data, out);
     *out = NULL;
     if (s == NULL || s->state == US_CLOSED || cbs == NULL || cbs->on_done == NULL ||
         (msg && json_object_get(msg, "id") == NULL) || s->env->up->cfg->url == NULL)
@@ -1027,6 +1043,10 @@ void mx_uprpc_cancel(struct mx_uprpc *r)
         mx_uprpc_stdio_cancel(r);
         return;
     }
+    if (mx_upsess_is_sse(r)) {
+        mx_uprpc_sse_cancel(r);
+        return;
+    }
     if (r == NULL || r->in_done)
         return;
     if (r->op)
@@ -1041,6 +1061,10 @@ void mx_uprpc_resume(struct mx_uprpc *r)
         mx_uprpc_stdio_resume(r);
         return;
     }
+    if (mx_upsess_is_sse(r)) {
+        mx_uprpc_sse_resume(r);
+        return;
+    }
     if (r == NULL || r->op == NULL || !r->op->paused)
         return;
     r->op->paused = false;
@@ -1052,6 +1076,10 @@ void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key)
 {
     if (mx_upsess_is_stdio(s)) {
         mx_upsess_stdio_send(s, msg, key);
+        return;
+    }
+    if (mx_upsess_is_sse(s)) {
+        mx_upsess_sse_send(s, msg, key);
         return;
     }
     struct mx_upfail fail;

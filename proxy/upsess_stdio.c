@@ -28,6 +28,7 @@
 #include "log.h"
 #include "rand.h"
 #include "rpc.h"
+#include "upmsg.h"
 #include "upsess_stdio.h"
 
 #define SUBSYS "stdio"
@@ -42,40 +43,13 @@
 #define BACKOFF_BASE_MS 500
 #define BACKOFF_CAP_MS  30000
 #define JUNK_WARN_S     10.0 /* at most one warning this often about non-JSON lines */
-#define CANCEL_GRACE_S  2.0  /* a cancelled request's answer may still come this long */
 #define KEY_BIT         (1ULL << 63)
-
-/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
 
 enum ss_state {
     SS_IDLE = 0,
     SS_STARTING = 1,
     SS_READY = 2,
     SS_CLOSED = 3,
-};
-
-struct srpc {
-    enum mx_upsess_kind kind; /* first: MX_UPSESS_STDIO (upsess_stdio.h) */
-    struct ss *s;
-    struct srpc *prev;
-    struct srpc *next;
-    json_t *msg;   /* NULL: connect only */
-    json_t *id;    /* borrowed from msg */
-    json_t *token; /* params._meta.progressToken, borrowed from msg */
-    const char *method;
-    long timeout_ms;
-    ev_timer timer;
-    struct mx_uprpc_cbs cbs;
-    void *data;
-    uint64_t key; /* session key it was written under; 0: waiting */
-    uint64_t seq; /* order of creation within the session */
-    int refs;
-    bool sent;
-    bool cancelled; /* notifications/cancelled went for it */
-    bool paused;
-    bool dead; /* cancelled or finished: no more callbacks */
 };
 
 struct ss {
@@ -98,12 +72,9 @@ struct ss {
     double resend_s;
     ev_tstamp started_at;
     ev_tstamp ready_at;
-    ev_tstamp retry_at; /* no start before this */
-    unsigned failures;  /* starts in a row that did not last */
-    struct srpc *head;  /* every request, in the order made */
-    struct srpc *tail;
-    uint64_t seq; /* requests made so far */
-    size_t paused_cnt;
+    ev_tstamp retry_at;  /* no start before this */
+    unsigned failures;   /* starts in a row that did not last */
+    struct mx_upmsg_q q; /* the requests */
     unsigned long junk;
     ev_tstamp junk_warned_at;
 };
@@ -131,11 +102,6 @@ static const struct ss *CSS(const struct mx_upsess *s)
 static struct mx_upsess *PUB(struct ss *s)
 {
     return (struct mx_upsess *)(void *)s;
-}
-
-static struct mx_uprpc *RPUB(struct srpc *r)
-{
-    return (struct mx_uprpc *)(void *)r;
 }
 
 static const char *name(const struct ss *s)
@@ -191,78 +157,28 @@ static void ss_unref(struct ss *s)
     live_cnt--;
 }
 
-static void rpc_ref(struct srpc *r)
+static void q_resume(void *owner)
 {
-    r->refs++;
+    struct ss *s = owner;
+    if (s->child)
+        mx_child_resume(s->child);
 }
 
-static void rpc_unref(struct srpc *r)
+static void q_hold(void *owner)
 {
-    MX_ASSERT(r->refs > 0);
-    if (--r->refs > 0)
-        return;
-    json_decref(r->msg);
-    free(r);
-    live_cnt--;
+    ss_ref(owner);
 }
 
-/* Out of the session's list, no timer, no callbacks; freed when unused. */
-static void rpc_kill(struct srpc *r)
+static void q_release(void *owner)
 {
-    struct ss *s = r->s;
-    if (r->dead)
-        return;
-    r->dead = true;
-    ev_timer_stop(s->env->loop, &r->timer);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        s->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        s->tail = r->prev;
-    r->prev = r->next = NULL;
-    if (r->paused) {
-        r->paused = false;
-        if (--s->paused_cnt == 0)
-            mx_child_resume(s->child);
-    }
-    rpc_unref(r);
+    ss_unref(owner);
 }
 
-/* Deliver on_done once and forget the request. */
-static void rpc_finish(struct srpc *r, json_t *resp, const struct mx_upfail *fail)
-{
-    struct ss *s = r->s;
-    if (r->dead)
-        return;
-    rpc_ref(r);
-    ss_ref(s);
-    rpc_kill(r);
-    r->cbs.on_done(RPUB(r), resp, fail, r->data);
-    ss_unref(s);
-    rpc_unref(r);
-}
+static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner);
+
+static const struct mx_upmsg_q_ops q_ops = {NULL, q_resume, rpc_timeout, q_hold, q_release};
 
 /* ---- failures ---- */
-
-static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void fail_msg(struct ss *s, int code, const char *reason, struct mx_upfail *f,
-                     const char *fmt, ...)
-{
-    char what[300];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    memset(f, 0, sizeof(*f));
-    f->code = code;
-    f->reason = reason;
-    snprintf(f->message, sizeof(f->message), "upstream '%s' %s", name(s), what);
-}
 
 static void describe_status(int status, char *out, size_t cap)
 {
@@ -274,28 +190,6 @@ static void describe_status(int status, char *out, size_t cap)
         snprintf(out, cap, "ended (wait status %d)", status);
 }
 
-static struct srpc *first_match(struct ss *s, bool sent, uint64_t max_seq)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent == sent && r->seq <= max_seq)
-            return r;
-    }
-    return NULL;
-}
-
-/* Fail every request written (|sent|) or waiting (!|sent|) with |f|, one
- * at a time, looking again after each callback: it may cancel others or
- * add new ones (those wait for the next attempt). */
-static void fail_all(struct ss *s, bool sent, const struct mx_upfail *f)
-{
-    struct srpc *r;
-    uint64_t max_seq = s->seq;
-    ss_ref(s);
-    while (s->state != SS_CLOSED && (r = first_match(s, sent, max_seq)) != NULL)
-        rpc_finish(r, NULL, f);
-    ss_unref(s);
-}
-
 static void start_failed(struct ss *s, const struct mx_upfail *f)
 {
     s->failures++;
@@ -305,7 +199,7 @@ static void start_failed(struct ss *s, const struct mx_upfail *f)
     mx_upstream_note(s->env->up, MX_UPSTREAM_EV_UNREACHABLE);
     mx_log_warn(SUBSYS, "%s; next start in %.1f s at the earliest", f->message,
                 (double)ms / 1000.0);
-    fail_all(s, false, f);
+    mx_upmsg_fail_all(&s->q, false, f);
 }
 
 /* ---- writing ---- */
@@ -324,10 +218,7 @@ static void send_initialize(struct ss *s)
 {
     char id[48];
     snprintf(id, sizeof(id), "mcplex-init-%zu", json_array_size(s->init_ids) + 1);
-    json_t *msg =
-        json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
-                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
-                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+    json_t *msg = mx_upmsg_initialize(s->caps, id);
     if (write_msg(s, msg) == 0)
         json_array_append_new(s->init_ids, json_string(id));
     json_decref(msg);
@@ -347,9 +238,7 @@ static void end_child(struct ss *s)
     mx_child_close(s->child);
     s->child = NULL;
     s->pid = 0;
-    s->paused_cnt = 0;
-    for (struct srpc *r = s->head; r; r = r->next)
-        r->paused = false;
+    mx_upmsg_unpause_all(&s->q);
 }
 
 static void start_child(struct ss *s)
@@ -360,7 +249,8 @@ static void start_child(struct ss *s)
     const struct mx_server_cfg *cfg = s->cfg;
 
     if (mx_childenv_build(&cfg->env, cfg->env_secret, environ, &env, why, sizeof(why)) != 0) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "cannot be started: %s", why);
         start_failed(s, &f);
         return;
     }
@@ -381,7 +271,8 @@ static void start_child(struct ss *s)
     free(argv);
     mx_childenv_clear(&env);
     if (rc) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "cannot be started: %s", why);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "cannot be started: %s", why);
         start_failed(s, &f);
         return;
     }
@@ -416,8 +307,8 @@ static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
     double limit = (double)init_limit_ms(s) / 1000.0;
     if (waited + 0.05 >= limit) {
         ss_ref(s);
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
-                 "did not answer initialize within %.0f s", limit);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f,
+                      "did not answer initialize within %.0f s", limit);
         end_child(s);
         set_state(s, SS_IDLE);
         start_failed(s, &f);
@@ -437,33 +328,13 @@ static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
     ev_timer_start(loop, w);
 }
 
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; versions[i]; i++) {
-        if (strcmp(v, versions[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void launch_waiting(struct ss *s);
 
 static void init_answered(struct ss *s, json_t *msg)
 {
     struct mx_upfail f;
     json_t *result = json_object_get(msg, "result");
-    const char *v = json_string_value(json_object_get(result, "protocolVersion"));
-    if (!json_is_object(result) || v == NULL || !version_known(v)) {
-        const char *m =
-            json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
-        if (!json_is_object(result))
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize failed: %.150s", m ? m : "no result");
-        else
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "broke the protocol: initialize answered protocol version %.40s, which "
-                     "mcplex does not speak",
-                     v ? v : "(none)");
+    if (!mx_upmsg_init_ok(s->cfg, msg, &f)) {
         end_child(s);
         set_state(s, SS_IDLE);
         start_failed(s, &f);
@@ -473,14 +344,15 @@ static void init_answered(struct ss *s, json_t *msg)
     json_decref(s->init_result);
     s->init_result = json_incref(result);
     /* MCP 2025-06-18, Lifecycle: initialized before anything else */
-    json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/initialized");
+    json_t *note = mx_upmsg_initialized();
     write_msg(s, note);
     json_decref(note);
     s->key = KEY_BIT | next_key++;
     s->ready_at = ev_now(s->env->loop);
     set_state(s, SS_READY);
     mx_upstream_note(s->env->up, MX_UPSTREAM_EV_OK);
-    mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid, v,
+    mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid,
+                json_string_value(json_object_get(result, "protocolVersion")),
                 s->ready_at - s->started_at);
     ss_ref(s);
     launch_waiting(s);
@@ -503,7 +375,8 @@ static void on_exit_cb(struct mx_child *c, int status, void *data)
     s->key = 0;
     set_state(s, SS_IDLE);
     if (was == SS_STARTING) {
-        fail_msg(s, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting", how);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting",
+                      how);
         start_failed(s, &f);
     } else {
         if (now - s->ready_at >= STABLE_S) {
@@ -517,10 +390,10 @@ static void on_exit_cb(struct mx_child *c, int status, void *data)
         mx_log_warn(SUBSYS, "up:%s %s; it starts again at the next request", name(s), how);
         /* MCP 2025-06-18, stdio: what was written may have run; never
          * written twice */
-        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                 "%s before it answered; the request was not repeated", how);
-        fail_all(s, true, &f);
-        if (s->state == SS_IDLE && first_match(s, false, UINT64_MAX))
+        mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
+                      "%s before it answered; the request was not repeated", how);
+        mx_upmsg_fail_all(&s->q, true, &f);
+        if (s->state == SS_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
             ss_kick(s, 0.0);
     }
     ss_unref(s);
@@ -536,76 +409,9 @@ static void on_drain(struct mx_child *c, void *data)
 
 /* ---- reading ---- */
 
-static struct srpc *rpc_by_id(struct ss *s, const json_t *id)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent && r->id && json_equal(r->id, id))
-            return r;
-    }
-    return NULL;
-}
-
-static struct srpc *rpc_by_token(struct ss *s, const json_t *token)
-{
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (r->sent && r->token && json_equal(r->token, token))
-            return r;
-    }
-    return NULL;
-}
-
-/* Can this request make the server ask the client something? */
-static bool may_ask(const struct srpc *r)
-{
-    static const char *const quiet[] = {"initialize",
-                                        "ping",
-                                        "logging/setLevel",
-                                        "completion/complete",
-                                        "resources/subscribe",
-                                        "resources/unsubscribe",
-                                        NULL};
-    size_t n = r->method ? strlen(r->method) : 0;
-    if (n == 0 || (n >= 5 && strcmp(r->method + n - 5, "/list") == 0))
-        return false;
-    for (size_t i = 0; quiet[i]; i++) {
-        if (strcmp(r->method, quiet[i]) == 0)
-            return false;
-    }
-    return true;
-}
-
-/* stdio says nothing of which request a server's request belongs to: the
- * one request in flight that can cause one, when there is exactly one. */
-static struct srpc *rpc_asking(struct ss *s)
-{
-    struct srpc *found = NULL;
-    for (struct srpc *r = s->head; r; r = r->next) {
-        if (!r->sent || !may_ask(r))
-            continue;
-        if (found)
-            return NULL;
-        found = r;
-    }
-    return found;
-}
-
-static void to_rpc(struct ss *s, struct srpc *r, json_t *msg)
-{
-    if (r->cbs.on_message == NULL)
-        return;
-    rpc_ref(r);
-    int rc = r->cbs.on_message(RPUB(r), s->key, msg, r->data);
-    if (rc == MX_EAGAIN && !r->dead && !r->paused && s->state == SS_READY) {
-        r->paused = true;
-        s->paused_cnt++;
-    }
-    rpc_unref(r);
-}
-
 static void reply_ping(struct ss *s, json_t *msg)
 {
-    json_t *r =
-        json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"), "result");
+    json_t *r = mx_upmsg_ping_answer(msg);
     write_msg(s, r);
     json_decref(r);
 }
@@ -623,9 +429,8 @@ static void junk_line(struct ss *s, const char *what)
 
 static void handle_msg(struct ss *s, json_t *msg)
 {
-    enum mx_rpc_kind kind = mx_rpc_classify(msg);
     const char *method = json_string_value(json_object_get(msg, "method"));
-    switch (kind) {
+    switch (mx_rpc_classify(msg)) {
     case MX_RPC_RESPONSE: {
         json_t *id = json_object_get(msg, "id");
         if (s->state == SS_STARTING) {
@@ -639,40 +444,26 @@ static void handle_msg(struct ss *s, json_t *msg)
                 }
             }
         }
-        struct srpc *r = s->state == SS_READY ? rpc_by_id(s, id) : NULL;
+        struct mx_upmsg_rpc *r = s->state == SS_READY ? mx_upmsg_by_id(&s->q, id) : NULL;
         if (r)
-            rpc_finish(r, msg, NULL);
+            mx_upmsg_finish(r, msg, NULL);
         else
             mx_log_debug(SUBSYS, "up:%s answered a request nobody waits for; dropped", name(s));
         return;
     }
     case MX_RPC_NOTIFICATION:
-        if (s->state != SS_READY) {
-            mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
-            return;
-        }
-        if (strcmp(method, "notifications/progress") == 0) {
-            json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
-            struct srpc *r = token ? rpc_by_token(s, token) : NULL;
-            if (r && r->cbs.on_message) {
-                to_rpc(s, r, msg);
-                return;
-            }
-        }
-        break;
     case MX_RPC_REQUEST:
         if (s->state != SS_READY) {
             if (strcmp(method, "ping") == 0)
                 reply_ping(s, msg);
+            else
+                mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
             return;
         }
-        {
-            struct srpc *r = rpc_asking(s);
-            if (r && r->cbs.on_message) {
-                to_rpc(s, r, msg);
-                return;
-            }
-        }
+        /* stdio says nothing of which request a server's request belongs
+         * to: mx_upmsg_route guesses only when one request can have asked */
+        if (mx_upmsg_route(&s->q, msg, s->key))
+            return;
         break;
     case MX_RPC_INVALID:
         junk_line(s, "JSON that is not JSON-RPC");
@@ -721,26 +512,26 @@ static int on_line(struct mx_child *c, struct mx_str line, void *data)
         }
     }
     json_decref(msg);
-    bool pause = s->state == SS_READY && s->paused_cnt > 0;
+    bool pause = s->state == SS_READY && s->q.paused_cnt > 0;
     ss_unref(s);
     return pause ? MX_EAGAIN : 0;
 }
 
 /* ---- launching ---- */
 
-static struct srpc *first_waiting(struct ss *s)
+static struct mx_upmsg_rpc *first_waiting(struct ss *s)
 {
-    return first_match(s, false, UINT64_MAX);
+    return mx_upmsg_first(&s->q, false, UINT64_MAX);
 }
 
 static void launch_waiting(struct ss *s)
 {
-    struct srpc *r;
+    struct mx_upmsg_rpc *r;
     struct mx_upfail f;
     ss_ref(s);
     while (s->state == SS_READY && (r = first_waiting(s)) != NULL) {
         if (r->msg == NULL) {
-            rpc_finish(r, NULL, NULL);
+            mx_upmsg_finish(r, NULL, NULL);
             continue;
         }
         if (mx_child_queued(s->child) > IN_HIGH)
@@ -756,9 +547,9 @@ static void launch_waiting(struct ss *s)
         if (rc == MX_ELIMIT && mx_child_queued(s->child) > 0)
             break; /* waits for the queue to drain */
         if (rc == MX_ELIMIT) {
-            fail_msg(s, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                     "cannot take a request over %u bytes", IN_CAP);
-            rpc_finish(r, NULL, &f);
+            mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                          "cannot take a request over %u bytes", IN_CAP);
+            mx_upmsg_finish(r, NULL, &f);
         } else if (rc == MX_ECLOSED) {
             break; /* it stopped reading: its exit follows */
         }
@@ -796,40 +587,26 @@ static void ss_kick(struct ss *s, double after_s)
     ev_timer_start(s->env->loop, &s->kick);
 }
 
-static void rpc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
 {
-    struct srpc *r = mx_container_of(w, struct srpc, timer);
-    struct ss *s = r->s;
+    struct ss *s = owner;
     struct mx_upfail f;
-    (void)loop;
-    (void)revents;
-    if (r->dead)
-        return;
-    if (r->cancelled) {
-        /* MCP 2025-06-18, Cancellation: no answer is due to a cancelled
-         * request; end it rather than wait for its timeout */
-        fail_msg(s, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                 "did not answer a request that was cancelled");
-        rpc_finish(r, NULL, &f);
-        return;
-    }
     if (r->sent && r->key == s->key && s->state == SS_READY) {
         /* MCP 2025-06-18, Cancellation: tell it to stop working on it */
-        json_t *note = json_pack("{s:s, s:s, s:{s:O, s:s}}", "jsonrpc", "2.0", "method",
-                                 "notifications/cancelled", "params", "requestId", r->id, "reason",
-                                 "timed out in mcplex");
+        json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
         write_msg(s, note);
         json_decref(note);
     }
     size_t queued = mx_child_queued(s->child);
     if (queued > 0)
-        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f,
-                 "timed out after %ld s: it is not reading its input (%zu bytes wait for it)",
-                 (r->timeout_ms + 999) / 1000, queued);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f,
+                      "timed out after %ld s: it is not reading its input (%zu bytes wait for it)",
+                      (r->timeout_ms + 999) / 1000, queued);
     else
-        fail_msg(s, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
-                 (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
-    rpc_finish(r, NULL, &f);
+        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
+                      (r->timeout_ms + 999) / 1000,
+                      r->sent ? "" : " before the request could be sent");
+    mx_upmsg_finish(r, NULL, &f);
 }
 
 /* ---- public ---- */
@@ -851,6 +628,7 @@ struct mx_upsess *mx_upsess_stdio_new(struct mx_upsess_env *env, const json_t *c
     s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
     ev_init(&s->kick, kick_cb);
     ev_init(&s->init_wait, init_wait_cb);
+    mx_upmsg_q_init(&s->q, env->loop, MX_UPSESS_STDIO, s->cfg, &q_ops, s);
     live_cnt++;
     return PUB(s);
 }
@@ -863,8 +641,7 @@ void mx_upsess_stdio_close(struct mx_upsess *pub)
     set_state(s, SS_CLOSED);
     ev_timer_stop(s->env->loop, &s->kick);
     end_child(s);
-    while (s->head)
-        rpc_kill(s->head);
+    mx_upmsg_kill_all(&s->q);
     ss_unref(s);
 }
 
@@ -897,59 +674,24 @@ int mx_upsess_stdio_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
 {
     struct ss *s = SS(pub);
     *out = NULL;
-    if (s == NULL || s->state == SS_CLOSED || cbs == NULL || cbs->on_done == NULL ||
-        (msg && json_object_get(msg, "id") == NULL))
+    if (s == NULL || s->state == SS_CLOSED)
         return MX_EINVAL;
-    struct srpc *r = mx_xcalloc(1, sizeof(*r));
-    r->kind = MX_UPSESS_STDIO;
-    r->s = s;
-    r->refs = 1;
-    if (msg) {
-        r->msg = json_incref(msg);
-        r->id = json_object_get(msg, "id");
-        r->method = json_string_value(json_object_get(msg, "method"));
-        r->token = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
-                                   "progressToken");
-    }
-    r->timeout_ms = timeout_ms;
-    r->seq = ++s->seq;
-    r->cbs = *cbs;
-    r->data = data;
-    ev_init(&r->timer, rpc_timeout_cb);
-    if (timeout_ms > 0) {
-        ev_timer_set(&r->timer, (double)timeout_ms / 1000.0, 0.0);
-        ev_timer_start(s->env->loop, &r->timer);
-    }
-    /* at the tail: waiting requests go out in the order they came */
-    r->prev = s->tail;
-    if (s->tail)
-        s->tail->next = r;
-    else
-        s->head = r;
-    s->tail = r;
-    live_cnt++;
-    *out = RPUB(r);
+    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    ss_kick(s, 0.0);
-    return 0;
+    if (rc == 0)
+        ss_kick(s, 0.0);
+    return rc;
 }
 
 void mx_uprpc_stdio_cancel(struct mx_uprpc *pub)
 {
-    struct srpc *r = (struct srpc *)(void *)pub;
-    if (r == NULL)
-        return;
-    rpc_kill(r);
+    if (pub)
+        mx_upmsg_kill((struct mx_upmsg_rpc *)(void *)pub);
 }
 
 void mx_uprpc_stdio_resume(struct mx_uprpc *pub)
 {
-    struct srpc *r = (struct srpc *)(void *)pub;
-    if (r == NULL || r->dead || !r->paused)
-        return;
-    r->paused = false;
-    if (--r->s->paused_cnt == 0)
-        mx_child_resume(r->s->child);
+    mx_upmsg_resume((struct mx_upmsg_rpc *)(void *)pub);
 }
 
 void mx_upsess_stdio_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
@@ -965,15 +707,5 @@ void mx_upsess_stdio_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
         mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), mx_strerror(rc));
         return;
     }
-    const char *method = json_string_value(json_object_get(msg, "method"));
-    if (method && strcmp(method, "notifications/cancelled") == 0) {
-        json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
-        struct srpc *r = rid ? rpc_by_id(s, rid) : NULL;
-        if (r && !r->cancelled && r->key == s->key) {
-            r->cancelled = true;
-            ev_timer_stop(s->env->loop, &r->timer);
-            ev_timer_set(&r->timer, CANCEL_GRACE_S, 0.0);
-            ev_timer_start(s->env->loop, &r->timer);
-        }
-    }
+    mx_upmsg_sent(&s->q, msg, s->key);
 }

@@ -42,6 +42,7 @@
 enum mx_upsess_kind {
     MX_UPSESS_HTTP = 0, /* upsess.c (its objects are zeroed at allocation) */
     MX_UPSESS_STDIO = 1,
+    MX_UPSESS_SSE = 2, /* upsess_sse.c */
 };
 
 /* Whether |obj| (a struct mx_upsess or mx_uprpc, or NULL) was made here. */

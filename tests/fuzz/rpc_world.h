@@ -3,9 +3,11 @@
  * An in-process /mcp for the JSON-RPC router fuzz targets: a config with
  * one upstream, a gateway assembled by hand (no listener, no socket), the
  * real struct mx_mcp on libev's default loop, and requests made with a
- * front end that keeps the response in memory. The upstream's transport is
- * "sse", which mcplex does not open yet: catalogue refreshes end at once,
- * so nothing ever leaves the process. One client session is opened by a
+ * front end that keeps the response in memory. The upstream is marked
+ * retired (as a reload leaves a removed server until its requests end):
+ * /mcp never starts a catalogue refresh or a call to it, so nothing ever
+ * leaves the process, while messages from it can still be fed to the
+ * router by hand. One client session is opened by a
  * real initialize at first use and reused by every input.
  *
  * Header-only (static functions) so that each fuzz_<target>.c stays one
@@ -183,6 +185,7 @@ static void world_init(void)
     gw->metrics = mx_metrics_new(NULL);
     for (size_t i = 0; i < w->cfg->server_cnt; i++)
         MX_ASSERT(mx_gateway_slot_add(gw, &w->cfg->servers[i], &w->gen) != NULL);
+    gw->upstreams[0]->retired = true;
     gw->uclient = mx_uclient_new(w->loop);
     w->m = mx_mcp_new(gw);
     gw->mcp = w->m;

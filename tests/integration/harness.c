@@ -999,10 +999,17 @@ int mx_it_client(const char *url, const char *scenario, const char *args_json, c
 
 pid_t mx_it_start_everything(const char *bearer, int *port)
 {
+    *port = 0;
+    return mx_it_start_everything_as("streamableHttp", bearer, port);
+}
+
+pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *port)
+{
     const char *src;
     char *bind_pre, *auth_pre, *server, *port_file, *port_env, *bearer_env, *url;
     pid_t pid;
     int p;
+    int want = *port;
 
     *port = 0;
     if (!node_ready())
@@ -1016,11 +1023,13 @@ pid_t mx_it_start_everything(const char *bearer, int *port)
     port_env = mx_xasprintf("MX_PORT_FILE=%s", port_file);
     bearer_env = mx_xasprintf("MX_UPSTREAM_BEARER=%s", bearer);
     {
-        const char *argv[] = {"node",   "--import", bind_pre,         "--import",
-                              auth_pre, server,     "streamableHttp", NULL};
+        const char *argv[] = {"node",   "--import", bind_pre,  "--import",
+                              auth_pre, server,     transport, NULL};
         /* PORT=0 and the port file: the preload reports the port the kernel
          * chose, so there is no window in which another process can take it. */
-        const char *env[] = {"PORT=0", port_env, bearer_env, "NODE_OPTIONS", NULL};
+        char listen_env[32];
+        snprintf(listen_env, sizeof(listen_env), "PORT=%d", want > 0 ? want : 0);
+        const char *env[] = {listen_env, port_env, bearer_env, "NODE_OPTIONS", NULL};
         pid = mx_it_spawn("everything", argv, env, NULL);
     }
     p = pid > 0 ? mx_it_port_file(pid, port_file, MX_IT_START_TIMEOUT_MS) : -1;
@@ -1190,6 +1199,49 @@ json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_
     if (rc != 0 || out == NULL)
         fail_msg("client %s %s: exit %d", scenario, args_json ? args_json : "", rc);
     return out;
+}
+
+char *mx_it_secret_file(const char *name, const char *value)
+{
+    char *path = mx_it_path(name);
+    assert_int_equal(mx_it_write_file(path, value, strlen(value)), 0);
+    return path;
+}
+
+int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,
+                      const char *needle)
+{
+    char *trace = mx_it_read_file(trace_path, NULL);
+    char want_dir[32], want_server[96];
+    int n = 0;
+    if (trace == NULL)
+        return 0;
+    snprintf(want_dir, sizeof(want_dir), "\"%s\"", dir);
+    snprintf(want_server, sizeof(want_server), "\"server\":\"%s\"", server);
+    for (char *line = trace; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(line, want_dir) && strstr(line, want_server) && strstr(line, needle))
+            n++;
+        line = nl ? nl + 1 : NULL;
+    }
+    free(trace);
+    return n;
+}
+
+int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt)
+{
+    int total = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        char **hits = NULL;
+        int n = mx_it_scan_for(files, canaries[i], &hits);
+        for (int k = 0; k < n; k++)
+            fprintf(stderr, "canary %zu found in %s\n", i, hits[k]);
+        mx_it_strv_free(hits);
+        total += n < 0 ? 1 : n;
+    }
+    return total;
 }
 
 const char *mx_it_result_text(const json_t *out)

@@ -143,6 +143,9 @@ pid_t mx_it_client_start(const char *url, const char *scenario, const char *args
  * stores its port. Returns the pid or -1.
  */
 pid_t mx_it_start_everything(const char *bearer, int *port);
+/* The same with its |transport| argument ("streamableHttp", "sse"), on the
+ * port *|port| holds on entry (0: any, chosen by the kernel). */
+pid_t mx_it_start_everything_as(const char *transport, const char *bearer, int *port);
 /*
  * build/sandbox-sim on 127.0.0.1:0 with a port file, requiring the bearer
  * |bearer| (passed through the environment, never argv); |extra_args| NULL or
@@ -180,6 +183,17 @@ json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_
 const char *mx_it_result_text(const json_t *out);
 /* Whether the JSON array |arr| holds the string |s|. */
 bool mx_it_has_string(const json_t *arr, const char *s);
+
+/* Write |value| to a new file |name| of the test directory (a secret
+ * file for a config); returns its path (caller frees). */
+char *mx_it_secret_file(const char *name, const char *value);
+/* How many lines of the JSONL trace |trace_path| are messages of direction
+ * |dir| ("c2s", "s2c") for server |server| that hold |needle|. */
+int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,
+                      const char *needle);
+/* How many of |files| (NULL-terminated) hold any of the |cnt| |canaries|,
+ * each hit printed to stderr by canary index and path; 0 is the pass. */
+int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt);
 
 /* "canary-<32 hex>" into |buf| (at least MX_IT_CANARY_SIZE bytes). */
 void mx_it_canary(char *buf, size_t cap);

@@ -200,30 +200,6 @@ static bool wait_gone(pid_t pid, int ms)
     return pid_gone(pid);
 }
 
-/* How many lines of the trace are messages of |dir| for |server| holding
- * |needle|. */
-static int trace_count(const struct world *w, const char *dir, const char *server,
-                       const char *needle)
-{
-    char *trace = mx_it_read_file(w->trace, NULL);
-    char want_dir[32], want_server[64];
-    int n = 0;
-    if (trace == NULL)
-        return 0;
-    snprintf(want_dir, sizeof(want_dir), "\"%s\"", dir);
-    snprintf(want_server, sizeof(want_server), "\"server\":\"%s\"", server);
-    for (char *line = trace; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strstr(line, want_dir) && strstr(line, want_server) && strstr(line, needle))
-            n++;
-        line = nl ? nl + 1 : NULL;
-    }
-    free(trace);
-    return n;
-}
-
 /* Wait up to |ms| for |path| to list more than |have| pids. */
 static size_t wait_pids(const char *path, size_t have, pid_t *out, size_t cap, int ms)
 {
@@ -327,7 +303,7 @@ static void assert_progress_and_cancel(const struct world *w)
     assert_true(json_number_value(json_object_get(out, "result_t_ms")) < 5000.0);
     json_decref(out);
     /* the cancellation reached the process */
-    assert_int_equal(trace_count(w, "c2s", "ev", "notifications/cancelled"), 1);
+    assert_int_equal(mx_it_trace_count(w->trace, "c2s", "ev", "notifications/cancelled"), 1);
 
     /* progress through /mcp/<server> */
     char *url = mx_xasprintf("%s/ev", w->url);
@@ -367,11 +343,12 @@ static void assert_restart(const struct world *w)
     assert_true(c > 0);
     /* the call reached the process */
     for (int waited = 0; waited < 20000; waited += 50) {
-        if (trace_count(w, "c2s", "junk", "trigger-long-running-operation") > 0)
+        if (mx_it_trace_count(w->trace, "c2s", "junk", "trigger-long-running-operation") > 0)
             break;
         usleep(50 * 1000);
     }
-    assert_int_equal(trace_count(w, "c2s", "junk", "trigger-long-running-operation"), 1);
+    assert_int_equal(mx_it_trace_count(w->trace, "c2s", "junk", "trigger-long-running-operation"),
+                     1);
     usleep(300 * 1000);
     assert_int_equal(kill(victim, SIGKILL), 0);
     json_t *res = NULL;
