@@ -68,6 +68,10 @@ struct h2 {
     bool goaway;       /* we sent (or queued) GOAWAY */
     bool failed;       /* the peer broke the protocol: flushing, then closing */
     bool idle_armed;
+    /* resets of streams still in progress here (HTTP/2 rapid reset,
+     * CVE-2023-44487): a token bucket, see on_frame_recv */
+    double reset_tokens;
+    ev_tstamp reset_at;
 };
 
 static const struct mx_req_proto h2_req_proto;
@@ -478,6 +482,25 @@ static void request_complete(struct h2 *h, struct h2_stream *s)
     h->work = true;
 }
 
+/* One more reset of a stream in progress; over the limit, the connection
+ * ends with GOAWAY(ENHANCE_YOUR_CALM). */
+static void reset_count(struct h2 *h)
+{
+    ev_tstamp now = ev_now(h->c->loop);
+    h->reset_tokens += (now - h->reset_at) * MX_H2_RESET_RATE;
+    if (h->reset_tokens > MX_H2_RESET_BURST)
+        h->reset_tokens = MX_H2_RESET_BURST;
+    h->reset_at = now;
+    if (h->reset_tokens >= 1.0) {
+        h->reset_tokens -= 1.0;
+        return;
+    }
+    mx_log_warn("http2", "conn#%lu from %s: too many streams reset while in progress; closing",
+                h->c->id, h->c->peer);
+    nghttp2_session_terminate_session(h->ngh, NGHTTP2_ENHANCE_YOUR_CALM);
+    h->goaway = true;
+}
+
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct h2 *h = user_data;
@@ -497,6 +520,15 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
         s = stream_get(h, frame->hd.stream_id);
         if (s && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
             request_complete(h, s);
+        break;
+    case NGHTTP2_RST_STREAM:
+        /* Only a reset of a stream that is still in progress here costs
+         * work (the request was started and is cancelled): count those. A
+         * client that resets each stream after reading its whole answer, as
+         * libcurl does, resets streams that are closed already. */
+        s = stream_get(h, frame->hd.stream_id);
+        if (s && !s->closed && !h->goaway)
+            reset_count(h);
         break;
     default:
         break;
@@ -699,8 +731,18 @@ static void h2_conn_start(struct mx_conn *c)
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
     nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
-    MX_ASSERT(nghttp2_session_server_new(&h->ngh, cbs, h) == 0);
+    /* nghttp2's own reset limit counts every RST_STREAM, also those of
+     * streams that had ended: libcurl sends one after each answer, and a
+     * busy client hit it after ~1,000 calls. on_frame_recv limits the
+     * resets that matter instead. */
+    nghttp2_option *opt;
+    MX_ASSERT(nghttp2_option_new(&opt) == 0);
+    nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_C(1) << 40, UINT64_C(1) << 30);
+    MX_ASSERT(nghttp2_session_server_new2(&h->ngh, cbs, h, opt) == 0);
+    nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
+    h->reset_tokens = MX_H2_RESET_BURST;
+    h->reset_at = ev_now(c->loop);
 
     nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)o->h2_max_streams},

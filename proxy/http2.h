@@ -19,5 +19,10 @@
 #define MX_H2_STREAM_OUT_LOW  (32 * 1024)
 #define MX_H2_STREAM_OUT_CAP  (4 * 1024 * 1024)
 #define MX_H2_CONN_BODY_CAP   (64 * 1024 * 1024)
+/* Resets of streams still in progress a client may send: a burst, then a
+ * rate per second (the figures of nghttp2's own limit, which counts every
+ * reset and so also cut off clients that reset each stream once read). */
+#define MX_H2_RESET_BURST 1000.0
+#define MX_H2_RESET_RATE  33.0
 
 #endif

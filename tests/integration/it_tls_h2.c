@@ -232,6 +232,7 @@ struct h2cli {
     bool closed;
     uint32_t error;
     bool goaway;
+    uint32_t goaway_error;
     double first_data_at; /* when body bytes first arrived */
     double closed_at;
 };
@@ -287,8 +288,10 @@ static int cli_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 {
     struct h2cli *c = ud;
     (void)s;
-    if (fr->hd.type == NGHTTP2_GOAWAY)
+    if (fr->hd.type == NGHTTP2_GOAWAY) {
         c->goaway = true;
+        c->goaway_error = fr->goaway.error_code;
+    }
     return 0;
 }
 
@@ -417,6 +420,21 @@ static void cli_post(struct h2cli *c, const struct world *w, struct upload *u,
     c->closed = false;
     c->first_data_at = 0;
     mx_buf_reset(&c->body);
+}
+
+/* GET /health on a new stream; returns its id. */
+static int32_t cli_get_health(struct h2cli *c)
+{
+#define NV(a, b) {(uint8_t *)(uintptr_t)(a), (uint8_t *)(uintptr_t)(b), strlen(a), strlen(b), 0}
+    nghttp2_nv nv[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "127.0.0.1"),
+                       NV(":path", "/health")};
+#undef NV
+    c->id = nghttp2_submit_request(c->ngh, NULL, nv, sizeof(nv) / sizeof(nv[0]), NULL, NULL);
+    assert_true(c->id > 0);
+    c->status = 0;
+    c->closed = false;
+    mx_buf_reset(&c->body);
+    return c->id;
 }
 
 static bool cli_body_has(const struct h2cli *c, const char *s)
@@ -803,6 +821,80 @@ static void test_tls_h2_plain_listener_h2c_prior_knowledge(void **state)
     mx_it_pass();
 }
 
+/* libcurl resets every stream once it has read the answer. Those resets
+ * cost mcplex nothing and must not count as an attack: 1,300 calls on one
+ * connection, each followed by its reset, all answered, no GOAWAY. */
+static void test_tls_h2_resets_after_answers_are_fine(void **state)
+{
+    struct world w;
+    struct h2cli c;
+    (void)state;
+    start_world(&w, true, true);
+    cli_connect(&c, w.port, w.ca);
+    for (int i = 0; i < 1300; i++) {
+        int32_t id = cli_get_health(&c);
+        cli_wait_closed(&c, 10000);
+        if (c.status != 200 || c.goaway)
+            fail_msg("call %d: status %d, goaway %d (error %u)", i, c.status, c.goaway,
+                     c.goaway_error);
+        assert_int_equal(
+            nghttp2_submit_rst_stream(c.ngh, NGHTTP2_FLAG_NONE, id, NGHTTP2_STREAM_CLOSED), 0);
+    }
+    assert_true(cli_io(&c, 100));
+    assert_false(c.goaway);
+    cli_free(&c);
+    world_free(&w);
+    mx_it_pass();
+}
+
+/* HTTP/2 rapid reset (CVE-2023-44487): streams opened and reset at once,
+ * faster than the limit, end the connection with ENHANCE_YOUR_CALM; the
+ * next connection is served. */
+static void test_tls_h2_rapid_reset_is_cut(void **state)
+{
+    struct world w;
+    struct h2cli c;
+    (void)state;
+    start_world(&w, true, true);
+    cli_connect(&c, w.port, w.ca);
+    int sent = 0;
+#define NV(a, b) {(uint8_t *)(uintptr_t)(a), (uint8_t *)(uintptr_t)(b), strlen(a), strlen(b), 0}
+    nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "https"), NV(":authority", "127.0.0.1"),
+                       NV(":path", "/mcp/sim"), NV("content-type", "application/json")};
+#undef NV
+    for (int batch = 0; batch < 60 && !c.goaway; batch++) {
+        /* requests whose body never comes: open at mcplex until reset */
+        int32_t ids[50];
+        for (int k = 0; k < 50; k++) {
+            ids[k] = nghttp2_submit_headers(c.ngh, NGHTTP2_FLAG_NONE, -1, NULL, nv,
+                                            sizeof(nv) / sizeof(nv[0]), NULL);
+            assert_true(ids[k] > 0);
+        }
+        if (!cli_io(&c, 0))
+            break;
+        for (int k = 0; k < 50; k++) {
+            nghttp2_submit_rst_stream(c.ngh, NGHTTP2_FLAG_NONE, ids[k], NGHTTP2_CANCEL);
+            sent++;
+        }
+        if (!cli_io(&c, 5))
+            break;
+    }
+    double end = now_s() + 5.0;
+    while (!c.goaway && now_s() < end)
+        if (!cli_io(&c, 50))
+            break;
+    if (!c.goaway)
+        fail_msg("no GOAWAY after %d streams reset at once", sent);
+    assert_int_equal(c.goaway_error, NGHTTP2_ENHANCE_YOUR_CALM);
+    assert_true(sent > 1000); /* the burst is allowed */
+    cli_free(&c);
+    char *health = gw_url(&w, "/health");
+    assert_int_equal(mx_it_wait_http_status(health, 200, 5000), 0);
+    free(health);
+    world_free(&w);
+    mx_it_pass();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -823,6 +915,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tls_h2_goaway_on_sigterm_finishes_stream, mx_it_setup,
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_tls_h2_default_certs_made_on_first_run, mx_it_setup,
+                                        mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_tls_h2_resets_after_answers_are_fine, mx_it_setup,
+                                        mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_tls_h2_rapid_reset_is_cut, mx_it_setup,
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_tls_h2_plain_listener_h2c_prior_knowledge, mx_it_setup,
                                         mx_it_teardown),
