@@ -236,7 +236,8 @@ results=$work/results.tsv # kind name round key value
 rec() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
 # jnum KEY: a number member of the one-line JSON object on stdin (no node
 # start per call: this runs after every load)
-jnum() { grep -o "\"$1\":[-0-9.eE+]*" | head -n 1 | cut -d: -f2; }
+# (awk reads to the end: a reader that quits early could SIGPIPE grep under pipefail)
+jnum() { grep -o "\"$1\":[-0-9.eE+]*" | awk -F: 'NR == 1 { print $2 }'; }
 jget() { node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));const v=process.argv[1].split(".").reduce((a,k)=>a==null?a:a[k],o);console.log(v==null?"":v)' "$1"; }
 
 # One session at URL (with optional auth header file); prints its id.

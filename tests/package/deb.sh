@@ -130,7 +130,9 @@ step "libraries: every NEEDED entry comes from a declared dependency"
 sonames=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 [ -n "$sonames" ] || fail "readelf found no NEEDED entries"
 for so in $sonames; do
-    path=$(ldconfig -p | awk -v s="$so" '$1 == s { print $NF; exit }')
+    # awk reads to the end: exiting early could kill ldconfig with SIGPIPE,
+    # which pipefail would turn into a silent failure of this script
+    path=$(ldconfig -p | awk -v s="$so" '$1 == s && p == "" { p = $NF } END { if (p != "") print p }')
     [ -n "$path" ] || fail "$so is not known to ldconfig"
     owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || true)
     owner=${owner%%:*}
