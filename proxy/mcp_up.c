@@ -793,6 +793,57 @@ void mcp_up_levels(struct mx_mcp *m, struct mx_session *s)
     }
 }
 
+/* ---- keepalive ---- */
+
+static void on_ping_done(struct mx_uprpc *r, json_t *resp, const struct mx_upfail *f, void *data)
+{
+    (void)r;
+    (void)resp;
+    (void)data;
+    if (f)
+        mx_log_debug(SUBSYS, "keepalive ping failed: %s", f->message);
+}
+
+/* An open, ready session of |u|: the shared one, else a client's. */
+static struct upctx *ready_ctx(struct mx_mcpup *u)
+{
+    if (u->shared.s && mx_upsess_is_ready(u->shared.s))
+        return &u->shared;
+    for (struct mx_session *s = mx_session_first(u->m->sessions); s; s = s->next) {
+        struct upctx *pc = mcp_pc(s->owner, u->idx);
+        if (pc && pc->s && mx_upsess_is_ready(pc->s))
+            return pc;
+    }
+    return NULL;
+}
+
+/* keepalive: once the upstream has been quiet that long, ping it on a
+ * session mcplex has open (none open: nothing to keep, nothing is sent; a
+ * sandbox nobody uses may pause). */
+static void keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_mcpup *u = mx_container_of(w, struct mx_mcpup, keepalive);
+    double every = (double)u->cfg->keepalive_ms / 1000.0;
+    double quiet = ev_now(loop) - u->up->last_activity;
+    (void)revents;
+    if (u->up->retired)
+        return;
+    struct upctx *ctx = quiet >= every ? ready_ctx(u) : NULL;
+    if (ctx) {
+        static const struct mx_uprpc_cbs cbs = {NULL, on_ping_done, NULL};
+        struct mx_uprpc *rpc;
+        json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
+                                "method", "ping");
+        mx_upsess_request(ctx->s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+        json_decref(msg);
+        /* stdio upstreams have no HTTP answer to mark activity: count the ping */
+        u->up->last_activity = ev_now(loop);
+        quiet = 0;
+    }
+    ev_timer_set(w, quiet < every ? every - quiet : every, 0.0);
+    ev_timer_start(loop, w);
+}
+
 /* ---- setup, and upstreams joining and leaving at reload ---- */
 
 /* Make the aggregate's side of gateway slot |idx|, or remake it for a slot
@@ -812,6 +863,7 @@ static struct mx_mcpup *slot_setup(struct mx_mcp *m, size_t idx)
     } else {
         memcpy(gen, u->gen, sizeof(gen));
         mx_upsess_env_clear(&u->env); /* a goodbye of the former upstream still going */
+        ev_timer_stop(m->loop, &u->keepalive);
         memset(u, 0, sizeof(*u));
     }
     /* a cursor from the slot's former upstream never matches the new one */
@@ -827,6 +879,11 @@ static struct mx_mcpup *slot_setup(struct mx_mcp *m, size_t idx)
     u->env.trace = gw->trace;
     u->shared.u = u;
     u->retry_s = RETRY_MIN_S;
+    ev_init(&u->keepalive, keepalive_cb);
+    if (u->cfg->keepalive_ms > 0) {
+        ev_timer_set(&u->keepalive, (double)u->cfg->keepalive_ms / 1000.0, 0.0);
+        ev_timer_start(m->loop, &u->keepalive);
+    }
     return u;
 }
 
@@ -875,6 +932,7 @@ void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx)
 void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
 {
     struct mx_mcpup *u = m->ups[idx];
+    ev_timer_stop(m->loop, &u->keepalive);
     if (u->refresh)
         refresh_abort(u);
     ctx_close(u, &u->shared);
@@ -921,6 +979,7 @@ void mcp_up_clear(struct mx_mcp *m)
 {
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
+        ev_timer_stop(m->loop, &u->keepalive);
         if (u->refresh)
             refresh_abort(u);
         mx_upsess_close(u->shared.s);
