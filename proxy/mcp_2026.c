@@ -912,7 +912,7 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
         json_t *a = json_object_get(answers, k);
         if (!json_is_object(a))
             continue;
-        reply_upstream(c, json_object_get(q, "id"), a, 0, NULL);
+        reply_upstream(c, json_object_get(q, "id"), json_incref(a), 0, NULL);
         json_object_del(c->asked, k);
     }
     call_ask(c);

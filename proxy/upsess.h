@@ -33,12 +33,21 @@ struct mx_upsess;
 struct mx_uprpc;
 
 /* What all sessions of one upstream share; borrowed, must outlive them. */
+/* The revision an HTTP upstream was found to speak (MCP 2026-07-28 or
+ * 2025-era sessions); learnt with server/discover at first contact. */
+enum mx_upsess_era {
+    MX_UPSESS_ERA_UNKNOWN = 0,
+    MX_UPSESS_ERA_LEGACY = 1, /* initialize, Mcp-Session-Id, GET stream */
+    MX_UPSESS_ERA_MODERN = 2, /* 2026-07-28: stateless, _meta on every request */
+};
+
 struct mx_upsess_env {
     struct ev_loop *loop;
     struct mx_uclient *uc;
     struct mx_upstream *up;
     struct mx_trace *trace;
     struct mx_upsess_bye *byes; /* DELETEs still in flight (mx_upsess_env_clear) */
+    enum mx_upsess_era era;     /* what the upstream speaks; zeroed with the env */
 };
 
 struct mx_upsess_cbs {
