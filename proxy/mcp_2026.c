@@ -456,9 +456,13 @@ static void call_reply(struct mcall *c, json_t *payload, bool is_error)
             mx_req_end(req);
         }
     } else {
+        /* MCP 2026-07-28: an upstream's -32021 (a capability this request
+         * did not declare) keeps its HTTP 400 */
+        bool caps = is_error && json_integer_value(json_object_get(payload, "code")) ==
+                                    MX_REV_MISSING_CAPABILITY;
         c->req = NULL;
         mx_req_set_handler(req, NULL, NULL, NULL);
-        send_json(c->mm->m, req, 200, json_incref(r));
+        send_json(c->mm->m, req, caps ? 400 : 200, json_incref(r));
     }
     json_decref(r);
     call_release(c);
@@ -768,9 +772,10 @@ static void call_attach(struct mcall *c, struct mx_req *req, json_t *msg)
 }
 
 /*
- * What a 2025 upstream sees of a modern request: mcplex's own id (also its
- * progress token), and no 2026 keys (MCP checklist §8: _meta is rebuilt per
- * upstream; a legacy upstream has its session instead).
+ * What an upstream sees of a modern request: mcplex's own id (also its
+ * progress token), and of the 2026 keys only the client's capabilities (MCP
+ * checklist §8: _meta is rebuilt per upstream; a legacy upstream has its
+ * session instead, and upsess.c drops them for it).
  */
 static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
 {
@@ -785,7 +790,11 @@ static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
         json_t *v;
         json_object_foreach_safe(meta, tmp, k, v)
         {
-            if (strncmp(k, "io.modelcontextprotocol/", 24) == 0 || strcmp(k, "progressToken") == 0)
+            /* clientCapabilities stay for a 2026 upstream (upsess.c drops
+             * them for a 2025 one) */
+            if ((strncmp(k, "io.modelcontextprotocol/", 24) == 0 &&
+                 strcmp(k, MX_REV_META_CAPS) != 0) ||
+                strcmp(k, "progressToken") == 0)
                 json_object_del(meta, k);
         }
         if (progress)

@@ -68,7 +68,22 @@ json_t *mx_up26_request(const json_t *msg, const json_t *caps)
         meta = json_object();
         json_object_set_new(params, "_meta", meta);
     }
+    /* the caller's own capabilities for this request, when it gives them
+     * (a stateless client's), limited to what mcplex relays */
+    json_t *given = json_object_get(meta, MX_REV_META_CAPS);
+    json_t *mine = NULL;
+    if (json_is_object(given)) {
+        static const char *const relayed[] = {"sampling", "elicitation", "roots"};
+        mine = json_object();
+        for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++) {
+            json_t *v = json_object_get(given, relayed[i]);
+            if (json_is_object(v))
+                json_object_set(mine, relayed[i], v);
+        }
+        caps = mine;
+    }
     json_t *ours = meta_new(caps);
+    json_decref(mine);
     json_object_update(meta, ours);
     json_decref(ours);
     return out;
@@ -174,4 +189,18 @@ bool mx_up26_input_required(const json_t *result)
 {
     const char *t = json_string_value(json_object_get(result, "resultType"));
     return t && strcmp(t, "input_required") == 0;
+}
+
+json_t *mx_up26_strip(json_t *msg)
+{
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    if (json_object_get(meta, MX_REV_META_CAPS) == NULL)
+        return json_incref(msg);
+    json_t *out = json_deep_copy(msg);
+    json_t *params = json_object_get(out, "params");
+    meta = json_object_get(params, "_meta");
+    json_object_del(meta, MX_REV_META_CAPS);
+    if (json_object_size(meta) == 0)
+        json_object_del(params, "_meta");
+    return out;
 }

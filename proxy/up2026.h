@@ -38,8 +38,10 @@ json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps
 /*
  * |msg| (a JSON-RPC request, borrowed) as a 2026-07-28 upstream must see
  * it: a copy whose params._meta carries protocolVersion, clientInfo
- * (mcplex) and clientCapabilities |caps|; other _meta keys (progressToken)
- * stay. New reference.
+ * (mcplex) and clientCapabilities |caps| — or, when |msg| already names
+ * clientCapabilities (a stateless client's own), those, limited to
+ * sampling, elicitation and roots; other _meta keys (progressToken) stay.
+ * New reference.
  */
 json_t *mx_up26_request(const json_t *msg, const json_t *caps);
 
@@ -69,6 +71,10 @@ json_t *mx_up26_init_result(const json_t *result);
 /* Whether |answer| (a JSON-RPC message, or NULL) says the upstream does not
  * speak the version it was sent (-32022). */
 bool mx_up26_wrong_version(const json_t *answer);
+
+/* |msg| without a clientCapabilities key in params._meta, for a 2025
+ * upstream: a new reference (|msg| itself, or a changed copy). */
+json_t *mx_up26_strip(json_t *msg);
 
 /* Whether |result| is an input_required result (Multi Round-Trip Requests). */
 bool mx_up26_input_required(const json_t *result);

@@ -538,7 +538,9 @@ static void op_launch_rpc(struct mx_uprpc *r)
         op = op_start26(s, OP_RPC, msg, r->timeout_ms, &fail);
         json_decref(msg);
     } else {
-        char *body = mx_rpc_dump(r->msg);
+        json_t *msg = mx_up26_strip(r->msg); /* no 2026 keys for a 2025 session */
+        char *body = mx_rpc_dump(msg);
+        json_decref(msg);
         op = op_start(s, OP_RPC, body, r->timeout_ms, &fail);
         free(body);
         if (op)

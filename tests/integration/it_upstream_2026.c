@@ -9,7 +9,9 @@
  * spoke it), calls answer, progress reaches the caller, a sampling question
  * of an input_required result reaches the client and its answer goes back
  * in the retry, and a tool list change reaches a 2025 client through
- * mcplex's subscriptions/listen upstream. The sim counts no initialize and
+ * mcplex's subscriptions/listen upstream; a stateless client's own
+ * capabilities reach the upstream (a refusal for one it lacks keeps its
+ * 400/-32021). The sim counts no initialize and
  * no session; mcplex's trace shows server/discover and no initialize
  * toward the upstream; the outcome is logged once. No canary anywhere.
  */
@@ -178,6 +180,53 @@ static void assert_client_2026(const struct world *w)
     json_decref(out);
 }
 
+/* A raw 2026 call of test_missing_capability with clientCapabilities
+ * |caps|: the HTTP status and the parsed answer (the last SSE event or the
+ * body). */
+static json_t *call_missing_capability(const struct world *w, const char *caps, long *status)
+{
+    char *body =
+        mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                     "\"test_missing_capability\",\"arguments\":{},\"_meta\":{"
+                     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                     "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
+                     caps);
+    const char *hdrs[] = {
+        "Content-Type: application/json",    "Accept: application/json, text/event-stream",
+        "MCP-Protocol-Version: 2026-07-28",  "Mcp-Method: tools/call",
+        "Mcp-Name: test_missing_capability", NULL};
+    char *resp_headers = NULL, *resp = NULL;
+    assert_int_equal(
+        mx_it_http_full("POST", w->url, hdrs, body, 20000, status, &resp_headers, &resp), 0);
+    const char *last = NULL;
+    for (const char *p = strstr(resp, "data: "); p; p = strstr(p + 1, "data: "))
+        last = p + 6;
+    json_t *msg = json_loads(last ? last : resp, JSON_DISABLE_EOF_CHECK, NULL);
+    if (msg == NULL)
+        fail_msg("not JSON: %s", resp);
+    free(body);
+    free(resp_headers);
+    free(resp);
+    return msg;
+}
+
+/* The upstream hears the stateless client's own capabilities, not those of
+ * mcplex's shared session: without sampling the fixture refuses with
+ * 400/-32021, and mcplex keeps both. */
+static void assert_client_capabilities(const struct world *w)
+{
+    long status = 0;
+    json_t *a = call_missing_capability(w, "{}", &status);
+    assert_int_equal(status, 400);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "error"), "code")),
+                     -32021);
+    json_decref(a);
+    a = call_missing_capability(w, "{\"sampling\":{}}", &status);
+    assert_int_equal(status, 200);
+    assert_true(json_is_object(json_object_get(a, "result")));
+    json_decref(a);
+}
+
 /* Nothing of the 2025 handshake reached the upstream. */
 static void assert_stateless_upstream(const struct world *w)
 {
@@ -232,6 +281,7 @@ static void test_upstream_2026(void **state)
     assert_client_2025(&w);
     assert_list_change(&w);
     assert_client_2026(&w);
+    assert_client_capabilities(&w);
     assert_stateless_upstream(&w);
 
     assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);

@@ -73,6 +73,49 @@ static void test_request_meta(void **state)
     json_decref(caps);
 }
 
+/* A stateless client's own capabilities go on, limited to what mcplex
+ * relays; a 2025 upstream never sees the key. */
+static void test_client_caps(void **state)
+{
+    (void)state;
+    json_t *session = parse("{\"sampling\":{},\"elicitation\":{}}");
+    json_t *msg = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                        "\"params\":{\"name\":\"t\",\"_meta\":{\"progressToken\":1,"
+                        "\"io.modelcontextprotocol/clientCapabilities\":{\"roots\":{},"
+                        "\"experimental\":{\"x\":{}}}}}}");
+    json_t *out = mx_up26_request(msg, session);
+    json_t *caps = json_object_get(json_object_get(json_object_get(out, "params"), "_meta"),
+                                   "io.modelcontextprotocol/clientCapabilities");
+    json_t *want = parse("{\"roots\":{}}");
+    assert_true(json_equal(caps, want));
+    json_decref(want);
+    json_decref(out);
+
+    json_t *legacy = mx_up26_strip(msg);
+    json_t *meta = json_object_get(json_object_get(legacy, "params"), "_meta");
+    assert_null(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"));
+    assert_int_equal(json_integer_value(json_object_get(meta, "progressToken")), 1);
+    /* the caller's message is not touched */
+    assert_non_null(json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                    "io.modelcontextprotocol/clientCapabilities"));
+    json_decref(legacy);
+    json_decref(msg);
+
+    /* nothing to drop: the same message; an emptied _meta goes */
+    msg = parse("{\"id\":1,\"method\":\"tools/list\"}");
+    legacy = mx_up26_strip(msg);
+    assert_ptr_equal(legacy, msg);
+    json_decref(legacy);
+    json_decref(msg);
+    msg = parse("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                "{\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
+    legacy = mx_up26_strip(msg);
+    assert_null(json_object_get(json_object_get(legacy, "params"), "_meta"));
+    json_decref(legacy);
+    json_decref(msg);
+    json_decref(session);
+}
+
 static void check_headers(const char *msg_text, const char *method, const char *name)
 {
     json_t *msg = parse(msg_text);
@@ -232,7 +275,7 @@ int main(void)
         cmocka_unit_test(test_request_meta), cmocka_unit_test(test_headers),
         cmocka_unit_test(test_verdict),      cmocka_unit_test(test_init_result),
         cmocka_unit_test(test_listen),       cmocka_unit_test(test_answers),
-        cmocka_unit_test(test_discover),
+        cmocka_unit_test(test_discover),     cmocka_unit_test(test_client_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
