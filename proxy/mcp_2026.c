@@ -91,7 +91,9 @@ struct mcall {
     int rounds;
     json_t *final; /* the answer that came while parked */
     ev_timer park;
-    ev_timer wait_tick; /* "still waking" progress while the upstream wakes */
+    ev_timer ask_soon;     /* asks once the questions that came together are in */
+    long long last_expiry; /* of the last requestState: each round's differs */
+    ev_timer wait_tick;    /* "still waking" progress while the upstream wakes */
     int wait_n;
 };
 
@@ -268,6 +270,10 @@ static char *state_new(struct mcall *c, double wait_s)
 {
     char mac[33];
     long long expiry = (long long)(ev_now(c->mm->m->loop) + wait_s) + 1;
+    /* MCP 2026-07-28, MRTR: a new round gets a new requestState */
+    if (expiry <= c->last_expiry)
+        expiry = c->last_expiry + 1;
+    c->last_expiry = expiry;
     state_mac(c->mm, c->handle, expiry, c->method, c->name, mac);
     return mx_xasprintf("%s.%lld.%s", c->handle, expiry, mac);
 }
@@ -345,6 +351,7 @@ static void call_free(struct mcall *c)
         return;
     c->freed = true;
     ev_timer_stop(mm->m->loop, &c->park);
+    ev_timer_stop(mm->m->loop, &c->ask_soon);
     ev_timer_stop(mm->m->loop, &c->wait_tick);
     for (struct mcall **pp = &mm->calls; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
@@ -389,6 +396,7 @@ static void call_orphan(struct mcall *c, const char *reason)
         return;
     c->orphan = true;
     ev_timer_stop(c->mm->m->loop, &c->park);
+    ev_timer_stop(c->mm->m->loop, &c->ask_soon);
     ev_timer_stop(c->mm->m->loop, &c->wait_tick);
     if (c->req)
         mx_req_set_handler(c->req, NULL, NULL, NULL);
@@ -521,6 +529,16 @@ static void call_ask(struct mcall *c)
     json_decref(result);
 }
 
+static void ask_soon_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mcall *c = mx_container_of(w, struct mcall, ask_soon);
+    (void)loop;
+    (void)revents;
+    call_hold(c);
+    call_ask(c);
+    call_release(c);
+}
+
 /* A request from the upstream on this call's stream. */
 static void call_question(struct mcall *c, uint64_t key, json_t *msg)
 {
@@ -555,13 +573,25 @@ static void call_question(struct mcall *c, uint64_t key, json_t *msg)
         reply_upstream(c, id, NULL, RPC_INVALID_REQUEST, "too many open questions");
         return;
     }
-    char k[32];
-    snprintf(k, sizeof(k), "%s-%u", cap, ++c->next_q);
+    /* a 2026 upstream's own key, which the client sees (MCP 2026-07-28,
+     * MRTR: keys are the server's), else one of mcplex's */
+    char k[72];
+    const char *uk = mx_uprpc_input_key(c->rpc, id);
+    if (uk && *uk && strlen(uk) < sizeof(k) && json_object_get(c->asked, uk) == NULL) {
+        snprintf(k, sizeof(k), "%s", uk);
+    } else {
+        do
+            snprintf(k, sizeof(k), "%s-%u", cap, ++c->next_q);
+        while (json_object_get(c->asked, k));
+    }
     json_t *params = json_object_get(msg, "params");
     json_object_set_new(c->asked, k,
                         json_pack("{s:O, s:s, s:o}", "id", id, "method", method, "params",
                                   params ? json_deep_copy(params) : json_object()));
-    call_ask(c);
+    /* from the loop: questions that come together (a 2026 upstream's
+     * input_required asks them at once) go to the client in one round */
+    if (!ev_is_active(&c->ask_soon))
+        ev_timer_start(c->mm->m->loop, &c->ask_soon);
 }
 
 /* The upstream withdrew a question (MCP 2025-06-18, Cancellation). */
@@ -831,6 +861,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     c->asked = json_object();
     c->log_level = -1;
     ev_init(&c->park, park_cb);
+    ev_timer_init(&c->ask_soon, ask_soon_cb, 0.0, 0.0);
     ev_init(&c->wait_tick, wait_tick_cb);
     c->next = mm->calls;
     mm->calls = c;

@@ -1427,6 +1427,13 @@ void mx_uprpc_resume(struct mx_uprpc *r)
         mx_upcall_resume(r->op->call);
 }
 
+const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id)
+{
+    if (r == NULL || mx_upsess_is_stdio(r) || !r->mrtr_wait || !json_is_string(id))
+        return NULL;
+    return json_string_value(json_object_get(r->mrtr_ask, json_string_value(id)));
+}
+
 void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key)
 {
     if (mx_upsess_is_stdio(s)) {

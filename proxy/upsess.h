@@ -123,6 +123,10 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
 void mx_uprpc_cancel(struct mx_uprpc *r);
 /* Read its stream again after on_message returned MX_EAGAIN. */
 void mx_uprpc_resume(struct mx_uprpc *r);
+/* For a question of a 2026-07-28 upstream's input_required result, which
+ * the request delivered to on_message with id |id|: the upstream's key for
+ * it (borrowed, valid while the question is open), else NULL. */
+const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id);
 
 /*
  * Send a notification or a response (borrowed) on the current upstream

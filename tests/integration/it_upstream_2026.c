@@ -11,7 +11,8 @@
  * in the retry, and a tool list change reaches a 2025 client through
  * mcplex's subscriptions/listen upstream; a stateless client's own
  * capabilities reach the upstream (a refusal for one it lacks keeps its
- * 400/-32021). The sim counts no initialize and
+ * 400/-32021), and the questions of one input_required result reach it at
+ * once under the upstream's keys. The sim counts no initialize and
  * no session; mcplex's trace shows server/discover and no initialize
  * toward the upstream; the outcome is logged once. No canary anywhere.
  */
@@ -180,21 +181,25 @@ static void assert_client_2026(const struct world *w)
     json_decref(out);
 }
 
-/* A raw 2026 call of test_missing_capability with clientCapabilities
- * |caps|: the HTTP status and the parsed answer (the last SSE event or the
- * body). */
-static json_t *call_missing_capability(const struct world *w, const char *caps, long *status)
+/* A raw 2026 tools/call of |tool| with clientCapabilities |caps| and more
+ * params |extra| ("" for none, else starting with a comma): the HTTP
+ * status and the parsed answer (the last SSE event or the body). */
+static json_t *call26(const struct world *w, const char *tool, const char *caps, const char *extra,
+                      long *status)
 {
     char *body =
         mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
-                     "\"test_missing_capability\",\"arguments\":{},\"_meta\":{"
+                     "\"%s\",\"arguments\":{}%s,\"_meta\":{"
                      "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
                      "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
-                     caps);
-    const char *hdrs[] = {
-        "Content-Type: application/json",    "Accept: application/json, text/event-stream",
-        "MCP-Protocol-Version: 2026-07-28",  "Mcp-Method: tools/call",
-        "Mcp-Name: test_missing_capability", NULL};
+                     tool, extra, caps);
+    char *name = mx_xasprintf("Mcp-Name: %s", tool);
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          "MCP-Protocol-Version: 2026-07-28",
+                          "Mcp-Method: tools/call",
+                          name,
+                          NULL};
     char *resp_headers = NULL, *resp = NULL;
     assert_int_equal(
         mx_it_http_full("POST", w->url, hdrs, body, 20000, status, &resp_headers, &resp), 0);
@@ -204,10 +209,59 @@ static json_t *call_missing_capability(const struct world *w, const char *caps, 
     json_t *msg = json_loads(last ? last : resp, JSON_DISABLE_EOF_CHECK, NULL);
     if (msg == NULL)
         fail_msg("not JSON: %s", resp);
+    free(name);
     free(body);
     free(resp_headers);
     free(resp);
     return msg;
+}
+
+static json_t *call_missing_capability(const struct world *w, const char *caps, long *status)
+{
+    return call26(w, "test_missing_capability", caps, "", status);
+}
+
+/* Three questions of one input_required result reach a stateless client
+ * at once, under the upstream's keys; the retry with the answers and
+ * mcplex's requestState gets the upstream's final result. */
+static void assert_input_required_keys(const struct world *w)
+{
+    static const char caps[] = "{\"sampling\":{},\"elicitation\":{},\"roots\":{}}";
+    long status = 0;
+    json_t *a = call26(w, "test_input_required_result_multiple_inputs", caps, "", &status);
+    assert_int_equal(status, 200);
+    json_t *r = json_object_get(a, "result");
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
+    json_t *reqs = json_object_get(r, "inputRequests");
+    assert_int_equal(json_object_size(reqs), 3);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "user_name"), "method")),
+        "elicitation/create");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "greeting"), "method")),
+        "sampling/createMessage");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "client_roots"), "method")),
+        "roots/list");
+    const char *state = json_string_value(json_object_get(r, "requestState"));
+    assert_non_null(state);
+    char *extra = mx_xasprintf(
+        ",\"inputResponses\":{\"user_name\":{\"action\":\"accept\",\"content\":{\"name\":"
+        "\"Ada-4711\"}},\"greeting\":{\"role\":\"assistant\",\"model\":\"m\",\"content\":"
+        "{\"type\":\"text\",\"text\":\"Hi-4712\"}},\"client_roots\":{\"roots\":[{\"uri\":"
+        "\"file:///tmp\",\"name\":\"tmp\"}]}},\"requestState\":\"%s\"",
+        state);
+    json_t *b = call26(w, "test_input_required_result_multiple_inputs", caps, extra, &status);
+    assert_int_equal(status, 200);
+    r = json_object_get(b, "result");
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "complete");
+    char *dump = json_dumps(r, 0);
+    if (strstr(dump, "Ada-4711") == NULL || strstr(dump, "Hi-4712") == NULL)
+        fail_msg("answers not in the result: %s", dump);
+    free(dump);
+    free(extra);
+    json_decref(b);
+    json_decref(a);
 }
 
 /* The upstream hears the stateless client's own capabilities, not those of
@@ -282,6 +336,7 @@ static void test_upstream_2026(void **state)
     assert_list_change(&w);
     assert_client_2026(&w);
     assert_client_capabilities(&w);
+    assert_input_required_keys(&w);
     assert_stateless_upstream(&w);
 
     assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
