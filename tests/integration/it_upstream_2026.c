@@ -290,6 +290,9 @@ static void assert_stateless_upstream(const struct world *w)
     assert_true(json_integer_value(json_object_get(methods, "tools/call")) >= 6);
     assert_int_equal(
         json_integer_value(json_object_get(json_object_get(st, "sessions"), "created")), 0);
+    /* no GET stream either: the fixture refuses a GET without a session
+     * with 405, and counted none */
+    assert_null(json_object_get(json_object_get(st, "status"), "405"));
     json_decref(st);
 
     /* mcplex's trace of its side toward the upstream */
