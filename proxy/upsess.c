@@ -6,7 +6,9 @@
  * request, which waits for the session, then rides one op (two when the
  * session had expired and is re-initialized). States:
  *
- *   idle --first request--> init --initialize + initialized--> ready
+ *   idle --first request--> init --[server/discover: 2025] initialize +
+ *                                  initialized--> ready
+ *                                  --server/discover: 2026-07-28--> ready
  *   ready --404 / 400 "session"--> idle (requests waiting re-init once)
  *   init --failure--> idle (waiting requests fail with the reason)
  *

@@ -10,6 +10,14 @@
  * server-everything answers). Answers may come as JSON or SSE; SSE answers
  * stream message by message with backpressure.
  *
+ * An upstream that lists 2026-07-28 in its server/discover answer (asked at
+ * first contact, remembered in the env) gets stateless requests instead:
+ * _meta and the 2026 headers on each (up2026.h), no initialize, session or
+ * GET stream; the discover result is the "initialize result", list changes
+ * come from its subscriptions/listen stream (on_message), and the questions
+ * of an input_required result go to the request's on_message as requests,
+ * whose answers (mx_upsess_send) go back in the request's next round.
+ *
  * Requests go out through mx_upcall (wake-on-use, max_concurrency) with the
  * upstream's credential; this module never retries a request that may have
  * reached the upstream, except after a session answer that says it did not
