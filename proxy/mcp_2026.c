@@ -91,7 +91,9 @@ struct mcall {
     int rounds;
     json_t *final; /* the answer that came while parked */
     ev_timer park;
-    ev_timer wait_tick; /* "still waking" progress while the upstream wakes */
+    ev_timer ask_soon;     /* asks once the questions that came together are in */
+    long long last_expiry; /* of the last requestState: each round's differs */
+    ev_timer wait_tick;    /* "still waking" progress while the upstream wakes */
     int wait_n;
 };
 
@@ -268,6 +270,10 @@ static char *state_new(struct mcall *c, double wait_s)
 {
     char mac[33];
     long long expiry = (long long)(ev_now(c->mm->m->loop) + wait_s) + 1;
+    /* MCP 2026-07-28, MRTR: a new round gets a new requestState */
+    if (expiry <= c->last_expiry)
+        expiry = c->last_expiry + 1;
+    c->last_expiry = expiry;
     state_mac(c->mm, c->handle, expiry, c->method, c->name, mac);
     return mx_xasprintf("%s.%lld.%s", c->handle, expiry, mac);
 }
@@ -345,6 +351,7 @@ static void call_free(struct mcall *c)
         return;
     c->freed = true;
     ev_timer_stop(mm->m->loop, &c->park);
+    ev_timer_stop(mm->m->loop, &c->ask_soon);
     ev_timer_stop(mm->m->loop, &c->wait_tick);
     for (struct mcall **pp = &mm->calls; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
@@ -389,6 +396,7 @@ static void call_orphan(struct mcall *c, const char *reason)
         return;
     c->orphan = true;
     ev_timer_stop(c->mm->m->loop, &c->park);
+    ev_timer_stop(c->mm->m->loop, &c->ask_soon);
     ev_timer_stop(c->mm->m->loop, &c->wait_tick);
     if (c->req)
         mx_req_set_handler(c->req, NULL, NULL, NULL);
@@ -456,9 +464,13 @@ static void call_reply(struct mcall *c, json_t *payload, bool is_error)
             mx_req_end(req);
         }
     } else {
+        /* MCP 2026-07-28: an upstream's -32021 (a capability this request
+         * did not declare) keeps its HTTP 400 */
+        bool caps = is_error && json_integer_value(json_object_get(payload, "code")) ==
+                                    MX_REV_MISSING_CAPABILITY;
         c->req = NULL;
         mx_req_set_handler(req, NULL, NULL, NULL);
-        send_json(c->mm->m, req, 200, json_incref(r));
+        send_json(c->mm->m, req, caps ? 400 : 200, json_incref(r));
     }
     json_decref(r);
     call_release(c);
@@ -517,6 +529,16 @@ static void call_ask(struct mcall *c)
     json_decref(result);
 }
 
+static void ask_soon_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mcall *c = mx_container_of(w, struct mcall, ask_soon);
+    (void)loop;
+    (void)revents;
+    call_hold(c);
+    call_ask(c);
+    call_release(c);
+}
+
 /* A request from the upstream on this call's stream. */
 static void call_question(struct mcall *c, uint64_t key, json_t *msg)
 {
@@ -551,13 +573,25 @@ static void call_question(struct mcall *c, uint64_t key, json_t *msg)
         reply_upstream(c, id, NULL, RPC_INVALID_REQUEST, "too many open questions");
         return;
     }
-    char k[32];
-    snprintf(k, sizeof(k), "%s-%u", cap, ++c->next_q);
+    /* a 2026 upstream's own key, which the client sees (MCP 2026-07-28,
+     * MRTR: keys are the server's), else one of mcplex's */
+    char k[72];
+    const char *uk = mx_uprpc_input_key(c->rpc, id);
+    if (uk && *uk && strlen(uk) < sizeof(k) && json_object_get(c->asked, uk) == NULL) {
+        snprintf(k, sizeof(k), "%s", uk);
+    } else {
+        do
+            snprintf(k, sizeof(k), "%s-%u", cap, ++c->next_q);
+        while (json_object_get(c->asked, k));
+    }
     json_t *params = json_object_get(msg, "params");
     json_object_set_new(c->asked, k,
                         json_pack("{s:O, s:s, s:o}", "id", id, "method", method, "params",
                                   params ? json_deep_copy(params) : json_object()));
-    call_ask(c);
+    /* from the loop: questions that come together (a 2026 upstream's
+     * input_required asks them at once) go to the client in one round */
+    if (!ev_is_active(&c->ask_soon))
+        ev_timer_start(c->mm->m->loop, &c->ask_soon);
 }
 
 /* The upstream withdrew a question (MCP 2025-06-18, Cancellation). */
@@ -768,9 +802,10 @@ static void call_attach(struct mcall *c, struct mx_req *req, json_t *msg)
 }
 
 /*
- * What a 2025 upstream sees of a modern request: mcplex's own id (also its
- * progress token), and no 2026 keys (MCP checklist §8: _meta is rebuilt per
- * upstream; a legacy upstream has its session instead).
+ * What an upstream sees of a modern request: mcplex's own id (also its
+ * progress token), and of the 2026 keys only the client's capabilities (MCP
+ * checklist §8: _meta is rebuilt per upstream; a legacy upstream has its
+ * session instead, and upsess.c drops them for it).
  */
 static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
 {
@@ -785,7 +820,11 @@ static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
         json_t *v;
         json_object_foreach_safe(meta, tmp, k, v)
         {
-            if (strncmp(k, "io.modelcontextprotocol/", 24) == 0 || strcmp(k, "progressToken") == 0)
+            /* clientCapabilities stay for a 2026 upstream (upsess.c drops
+             * them for a 2025 one) */
+            if ((strncmp(k, "io.modelcontextprotocol/", 24) == 0 &&
+                 strcmp(k, MX_REV_META_CAPS) != 0) ||
+                strcmp(k, "progressToken") == 0)
                 json_object_del(meta, k);
         }
         if (progress)
@@ -822,6 +861,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     c->asked = json_object();
     c->log_level = -1;
     ev_init(&c->park, park_cb);
+    ev_timer_init(&c->ask_soon, ask_soon_cb, 0.0, 0.0);
     ev_init(&c->wait_tick, wait_tick_cb);
     c->next = mm->calls;
     mm->calls = c;
@@ -912,7 +952,7 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
         json_t *a = json_object_get(answers, k);
         if (!json_is_object(a))
             continue;
-        reply_upstream(c, json_object_get(q, "id"), a, 0, NULL);
+        reply_upstream(c, json_object_get(q, "id"), json_incref(a), 0, NULL);
         json_object_del(c->asked, k);
     }
     call_ask(c);

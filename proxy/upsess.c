@@ -6,7 +6,9 @@
  * request, which waits for the session, then rides one op (two when the
  * session had expired and is re-initialized). States:
  *
- *   idle --first request--> init --initialize + initialized--> ready
+ *   idle --first request--> init --[server/discover: 2025] initialize +
+ *                                  initialized--> ready
+ *                                  --server/discover: 2026-07-28--> ready
  *   ready --404 / 400 "session"--> idle (requests waiting re-init once)
  *   init --failure--> idle (waiting requests fail with the reason)
  *
@@ -23,6 +25,7 @@
 #include "log.h"
 #include "rpc.h"
 #include "sse.h"
+#include "up2026.h"
 #include "upcall.h"
 #include "upmsg.h"
 #include "upsess.h"
@@ -39,6 +42,8 @@
 #define BYE_TIMEOUT_MS     5000L
 #define CONNECT_TIMEOUT_MS 10000L
 #define GET_MAX_FAILURES   3
+#define MRTR_MAX_ROUNDS    16      /* input_required results for one request */
+#define MRTR_WAIT_MS       300000L /* for the answers of one round, without a request timeout */
 
 /* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
@@ -57,6 +62,8 @@ enum op_kind {
     OP_RPC = 2,
     OP_SEND = 3,
     OP_GET = 4,
+    OP_DISCOVER = 5, /* server/discover: which revision the upstream speaks */
+    OP_LISTEN = 6,   /* 2026-07-28 subscriptions/listen: list changes */
 };
 
 struct op {
@@ -94,6 +101,17 @@ struct mx_uprpc {
     uint64_t seq;  /* order of creation within the session */
     bool retried;
     bool in_done;
+    /* MCP 2026-07-28, Multi Round-Trip Requests: the upstream's questions
+     * go to the caller as requests; the request goes again with the answers */
+    unsigned round;       /* input_required results so far */
+    bool mrtr_wait;       /* waiting for answers (not for the session) */
+    bool in_ask;          /* delivering questions: a cancel defers the free */
+    bool cancelled;       /* cancelled while in_ask */
+    json_t *mrtr_ask;     /* id of a question we sent -> its inputRequests key */
+    json_t *mrtr_answers; /* key -> answer result */
+    json_t *mrtr_state;   /* requestState to echo, or NULL */
+    json_t *mrtr_error;   /* an error answer to a question: ends the request */
+    ev_timer mrtr_timer;
 };
 
 struct mx_upsess {
@@ -116,6 +134,9 @@ struct mx_upsess {
     struct op *get;
     bool get_unsupported;
     unsigned get_failures;
+    bool modern;       /* 2026-07-28: no session; init_result is the discover result */
+    struct op *listen; /* its subscriptions/listen stream */
+    unsigned listen_failures;
 };
 
 struct mx_upsess_bye {
@@ -129,6 +150,7 @@ static size_t live_cnt;
 
 static void op_launch_rpc(struct mx_uprpc *r);
 static void session_init(struct mx_upsess *s);
+static void open_listen(struct mx_upsess *s);
 
 size_t mx_upsess_live_cnt(void)
 {
@@ -206,6 +228,8 @@ static void op_free(struct op *op)
         op->next->prev = op->prev;
     if (s->get == op)
         s->get = NULL;
+    if (s->listen == op)
+        s->listen = NULL;
     json_decref(op->id);
     free(op->sid);
     mx_sse_decoder_clear(&op->sse);
@@ -274,8 +298,8 @@ static const struct mx_upcall_cbs op_cbs = {{on_head, on_data, on_done}, on_wait
  * Start an exchange. |body| NULL means GET. Returns the op, or NULL after
  * filling |fail| when it could not start.
  */
-static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *body,
-                           long timeout_ms, struct mx_upfail *fail)
+static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const char *body,
+                               const json_t *m26, long timeout_ms, struct mx_upfail *fail)
 {
     struct mx_upreq_hdrs h;
     const struct mx_server_cfg *cfg = s->env->up->cfg;
@@ -293,9 +317,17 @@ static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *b
     if (with_session)
         mx_upreq_hdrs_add(&h, "Mcp-Session-Id", mx_str_cstr(s->sid));
     /* MCP 2025-06-18, Transports: the negotiated version on every request
-     * after initialize; 2025-03-26 servers predate the header. */
-    if (kind != OP_INIT && s->version[0] && strcmp(s->version, "2025-03-26") > 0)
+     * after initialize; 2025-03-26 servers predate the header. MCP
+     * 2026-07-28: the version, method and name of each request. */
+    if (m26) {
+        if (mx_up26_headers(m26, &h) != 0) {
+            mx_upreq_hdrs_clear(&h);
+            mx_upfail_proto(cfg, "a request name too long for its Mcp-Name header", fail);
+            return NULL;
+        }
+    } else if (kind != OP_INIT && s->version[0] && strcmp(s->version, "2025-03-26") > 0) {
         mx_upreq_hdrs_add(&h, "MCP-Protocol-Version", mx_str_cstr(s->version));
+    }
     mx_upreq_hdrs_auth(&h, cfg);
 
     struct op *op = mx_xcalloc(1, sizeof(*op));
@@ -341,6 +373,24 @@ static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *b
     return op;
 }
 
+static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *body,
+                           long timeout_ms, struct mx_upfail *fail)
+{
+    return op_start_msg(s, kind, body, NULL, timeout_ms, fail);
+}
+
+/* Start |msg| (a 2026-07-28 request, shaped) as |kind|; its id ends it. */
+static struct op *op_start26(struct mx_upsess *s, enum op_kind kind, json_t *msg, long timeout_ms,
+                             struct mx_upfail *fail)
+{
+    char *body = mx_rpc_dump(msg);
+    struct op *op = op_start_msg(s, kind, body, msg, timeout_ms, fail);
+    free(body);
+    if (op)
+        op->id = json_incref(json_object_get(msg, "id"));
+    return op;
+}
+
 /* ---- requests ---- */
 
 static void rpc_unlink(struct mx_uprpc *r)
@@ -357,9 +407,28 @@ static void rpc_unlink(struct mx_uprpc *r)
 
 static void rpc_free(struct mx_uprpc *r)
 {
+    ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
+    json_decref(r->mrtr_ask);
+    json_decref(r->mrtr_answers);
+    json_decref(r->mrtr_state);
+    json_decref(r->mrtr_error);
     json_decref(r->msg);
     free(r);
     live_cnt--;
+}
+
+/* Forget |r| without callbacks; freed now or after the questions it is
+ * delivering. */
+static void rpc_drop(struct mx_uprpc *r)
+{
+    if (r->op)
+        op_kill(r->op);
+    rpc_unlink(r);
+    ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
+    if (r->in_ask)
+        r->cancelled = true;
+    else
+        rpc_free(r);
 }
 
 /* Deliver on_done and free. */
@@ -386,7 +455,7 @@ static void rpc_finish(struct mx_uprpc *r, json_t *resp, const struct mx_upfail 
 static struct mx_uprpc *first_waiting(struct mx_upsess *s, uint64_t max_seq)
 {
     for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && r->seq <= max_seq)
+        if (r->op == NULL && !r->mrtr_wait && r->seq <= max_seq)
             return r;
     }
     return NULL;
@@ -427,6 +496,30 @@ static void open_get(struct mx_upsess *s)
         mx_log_debug(SUBSYS, "up:%s cannot open the GET stream: %s", name(s), fail.message);
 }
 
+/* The request of |r| as a 2026-07-28 upstream gets it: _meta, and in a
+ * later round a new id, the answers and the requestState. */
+static json_t *rpc_shape26(struct mx_uprpc *r)
+{
+    json_t *msg = mx_up26_request(r->msg, r->s->caps);
+    if (r->round == 0)
+        return msg;
+    /* MCP 2026-07-28, Multi Round-Trip Requests: the same method and
+     * params with a new id, the answers, the state echoed as it came */
+    char id[80];
+    json_t *orig = json_object_get(r->msg, "id");
+    if (json_is_string(orig))
+        snprintf(id, sizeof(id), "%.60s~%u", json_string_value(orig), r->round);
+    else
+        snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT "~%u", json_integer_value(orig), r->round);
+    json_object_set_new(msg, "id", json_string(id));
+    json_t *params = json_object_get(msg, "params");
+    if (r->mrtr_answers && json_object_size(r->mrtr_answers))
+        json_object_set(params, "inputResponses", r->mrtr_answers);
+    if (r->mrtr_state)
+        json_object_set(params, "requestState", r->mrtr_state);
+    return msg;
+}
+
 static void op_launch_rpc(struct mx_uprpc *r)
 {
     struct mx_upsess *s = r->s;
@@ -435,15 +528,33 @@ static void op_launch_rpc(struct mx_uprpc *r)
         rpc_finish(r, NULL, NULL);
         return;
     }
-    char *body = mx_rpc_dump(r->msg);
-    struct op *op = op_start(s, OP_RPC, body, r->timeout_ms, &fail);
-    free(body);
+    if (r->mrtr_error) {
+        /* a question was answered with an error: that ends the request */
+        json_t *resp = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
+                                 json_object_get(r->msg, "id"), "error", r->mrtr_error);
+        rpc_finish(r, resp, NULL);
+        json_decref(resp);
+        return;
+    }
+    struct op *op;
+    if (s->modern) {
+        json_t *msg = rpc_shape26(r);
+        op = op_start26(s, OP_RPC, msg, r->timeout_ms, &fail);
+        json_decref(msg);
+    } else {
+        json_t *msg = mx_up26_strip(r->msg); /* no 2026 keys for a 2025 session */
+        char *body = mx_rpc_dump(msg);
+        json_decref(msg);
+        op = op_start(s, OP_RPC, body, r->timeout_ms, &fail);
+        free(body);
+        if (op)
+            op->id = json_incref(json_object_get(r->msg, "id"));
+    }
     if (op == NULL) {
         rpc_finish(r, NULL, &fail);
         return;
     }
     op->rpc = r;
-    op->id = json_incref(json_object_get(r->msg, "id"));
     r->op = op;
     open_get(s);
 }
@@ -461,6 +572,8 @@ static void session_ready(struct mx_upsess *s)
     if (s->state == US_READY && s->cbs.on_ready)
         s->cbs.on_ready(s, s->init_result, s->data);
     open_get(s);
+    s->listen_failures = 0;
+    open_listen(s);
     s_unref(s);
 }
 
@@ -481,8 +594,16 @@ static void session_forget(struct mx_upsess *s, uint64_t key)
 {
     if (s->state != US_READY || s->key != key)
         return;
-    mx_log_info(SUBSYS, "up:%s forgot our session (expired or restarted); opening a new one",
-                name(s));
+    if (s->modern)
+        mx_log_info(SUBSYS, "up:%s refused the revision it had announced; learning it again",
+                    name(s));
+    else
+        mx_log_info(SUBSYS, "up:%s forgot our session (expired or restarted); opening a new one",
+                    name(s));
+    s->modern = false;
+    if (s->listen)
+        op_kill(s->listen);
+    s->listen = NULL;
     free(s->sid);
     s->sid = NULL;
     s->key = 0;
@@ -493,18 +614,16 @@ static void session_forget(struct mx_upsess *s, uint64_t key)
     s->get = NULL;
 }
 
-static void session_init(struct mx_upsess *s)
+/* Open a 2025 session: initialize (the state is US_INIT). */
+static void session_initialize(struct mx_upsess *s)
 {
     struct mx_upfail fail;
-    if (s->state != US_IDLE)
-        return;
     json_t *msg =
         json_pack("{s:s, s:i, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", 0,
                   "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
                   s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
     char *body = mx_rpc_dump(msg);
     json_decref(msg);
-    set_state(s, US_INIT);
     struct op *op = op_start(s, OP_INIT, body, INIT_TIMEOUT_MS, &fail);
     free(body);
     if (op == NULL) {
@@ -512,6 +631,229 @@ static void session_init(struct mx_upsess *s)
         return;
     }
     op->id = json_integer(0);
+}
+
+/* Make the session ready: with an upstream of unknown revision, ask it
+ * first (MCP 2026-07-28, server/discover); a 2025 one gets initialize. */
+static void session_init(struct mx_upsess *s)
+{
+    struct mx_upfail fail;
+    if (s->state != US_IDLE)
+        return;
+    set_state(s, US_INIT);
+    if (s->env->era == MX_UPSESS_ERA_LEGACY) {
+        session_initialize(s);
+        return;
+    }
+    json_t *id = json_string("mcplex-discover");
+    json_t *msg = mx_up26_discover(id, s->caps);
+    json_decref(id);
+    struct op *op = op_start26(s, OP_DISCOVER, msg, INIT_TIMEOUT_MS, &fail);
+    json_decref(msg);
+    if (op == NULL)
+        session_init_failed(s, &fail);
+}
+
+/* What server/discover said: HTTP |status| and its JSON-RPC |answer| (or
+ * NULL). */
+static void discover_decided(struct mx_upsess *s, long status, const json_t *answer)
+{
+    const struct mx_server_cfg *cfg = s->env->up->cfg;
+    struct mx_upfail fail;
+    enum mx_up26_verdict v = mx_up26_verdict(status, answer);
+    if (v == MX_UP26_UNKNOWN) {
+        /* a refused credential or a 5xx says nothing about the revision */
+        if (status >= 200 && status < 300)
+            mx_upfail_proto(cfg, "server/discover answered without a response", &fail);
+        else
+            mx_upfail_status(cfg, status, &fail);
+        session_init_failed(s, &fail);
+        return;
+    }
+    enum mx_upsess_era era = v == MX_UP26_MODERN ? MX_UPSESS_ERA_MODERN : MX_UPSESS_ERA_LEGACY;
+    if (s->env->era != era) {
+        if (era == MX_UPSESS_ERA_MODERN)
+            mx_log_info(SUBSYS, "up:%s speaks MCP %s: stateless requests, no session", name(s),
+                        MX_UP26_VERSION);
+        else
+            mx_log_info(SUBSYS,
+                        "up:%s does not speak MCP %s (server/discover: HTTP %ld); "
+                        "using 2025 sessions",
+                        name(s), MX_UP26_VERSION, status);
+        s->env->era = era;
+    }
+    if (era == MX_UPSESS_ERA_LEGACY) {
+        session_initialize(s);
+        return;
+    }
+    s->modern = true;
+    snprintf(s->version, sizeof(s->version), "%s", MX_UP26_VERSION);
+    json_decref(s->init_result);
+    s->init_result = mx_up26_init_result(json_object_get(answer, "result"));
+    session_ready(s);
+}
+
+/* MCP 2026-07-28, subscriptions/listen: the list changes of the kinds the
+ * upstream announces, on one long stream; opened again when it ends, a few
+ * times in a row at most without a notification in between. */
+static void open_listen(struct mx_upsess *s)
+{
+    struct mx_upfail fail;
+    if (!s->modern || s->state != US_READY || s->listen || s->listen_failures >= GET_MAX_FAILURES)
+        return;
+    char buf[48];
+    snprintf(buf, sizeof(buf), "mcplex-listen-%llu", (unsigned long long)s->key);
+    json_t *id = json_string(buf);
+    json_t *msg = mx_up26_listen(id, json_object_get(s->init_result, "capabilities"), s->caps);
+    json_decref(id);
+    if (msg == NULL)
+        return;
+    s->listen = op_start26(s, OP_LISTEN, msg, 0, &fail);
+    json_decref(msg);
+    if (s->listen == NULL)
+        mx_log_debug(SUBSYS, "up:%s cannot open subscriptions/listen: %s", name(s), fail.message);
+}
+
+/* ---- MCP 2026-07-28, Multi Round-Trip Requests ---- */
+
+static void mrtr_ready(struct mx_uprpc *r)
+{
+    struct mx_upsess *s = r->s;
+    r->mrtr_wait = false;
+    ev_timer_stop(s->env->loop, &r->mrtr_timer);
+    /* from the loop: the caller may be inside mx_upsess_send */
+    if (!ev_is_active(&s->kick))
+        ev_timer_start(s->env->loop, &s->kick);
+}
+
+static void mrtr_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_uprpc *r = mx_container_of(w, struct mx_uprpc, mrtr_timer);
+    struct mx_upfail fail;
+    (void)loop;
+    (void)revents;
+    mx_upfail_proto(r->s->env->up->cfg, "its questions (input_required) were not answered in time",
+                    &fail);
+    rpc_finish(r, NULL, &fail);
+}
+
+static bool relayable(const char *m)
+{
+    return m && (strcmp(m, "sampling/createMessage") == 0 || strcmp(m, "elicitation/create") == 0 ||
+                 strcmp(m, "roots/list") == 0);
+}
+
+/*
+ * The answer |msg| to |op|'s request: when it is an input_required result,
+ * take it here — each question goes to the caller as a request on the
+ * request's on_message, and the request waits for the answers through
+ * mx_upsess_send — and return true.
+ */
+static bool mrtr_begin(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    struct mx_uprpc *r = op->rpc;
+    struct mx_upfail fail;
+    json_t *result = json_object_get(msg, "result");
+    if (!s->modern || !mx_up26_input_required(result))
+        return false;
+    json_t *reqs = json_object_get(result, "inputRequests");
+    json_t *state = json_object_get(result, "requestState");
+    const char *why = NULL;
+    const char *k;
+    json_t *q;
+    if (r->round >= MRTR_MAX_ROUNDS)
+        why = "more input_required rounds than mcplex follows";
+    else if ((reqs && !json_is_object(reqs)) || (state && !json_is_string(state)) ||
+             (json_object_size(reqs) == 0 && state == NULL))
+        why = "an input_required result without inputRequests or requestState";
+    json_object_foreach(reqs, k, q)
+    {
+        json_t *p = json_object_get(q, "params");
+        if (why == NULL && (!relayable(json_string_value(json_object_get(q, "method"))) ||
+                            (p && !json_is_object(p))))
+            why = "an input_required result asking what mcplex cannot relay";
+    }
+    if (why) {
+        mx_upfail_proto(s->env->up->cfg, why, &fail);
+        rpc_finish(r, NULL, &fail);
+        return true;
+    }
+    op->rpc = NULL;
+    r->op = NULL;
+    r->round++;
+    r->mrtr_wait = true;
+    json_decref(r->mrtr_state);
+    r->mrtr_state = state ? json_incref(state) : NULL;
+    json_decref(r->mrtr_answers);
+    r->mrtr_answers = json_object();
+    json_decref(r->mrtr_ask);
+    r->mrtr_ask = json_object();
+    json_t *asks = json_array();
+    size_t i = 0;
+    json_object_foreach(reqs, k, q)
+    {
+        char id[80];
+        snprintf(id, sizeof(id), "mcplex-input-%llu-%u-%zu", (unsigned long long)r->seq, r->round,
+                 i++);
+        json_object_set_new(r->mrtr_ask, id, json_string(k));
+        json_t *p = json_object_get(q, "params");
+        json_array_append_new(asks, json_pack("{s:s, s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+                                              "method", json_object_get(q, "method"), "params",
+                                              p ? json_incref(p) : json_object()));
+    }
+    long wait = r->timeout_ms > 0 ? r->timeout_ms : MRTR_WAIT_MS;
+    ev_timer_set(&r->mrtr_timer, (double)wait / 1000.0, 0.0);
+    ev_timer_start(s->env->loop, &r->mrtr_timer);
+    if (json_array_size(asks) == 0) {
+        mrtr_ready(r); /* only a requestState: go again at once */
+    } else {
+        r->in_ask = true;
+        json_array_foreach(asks, i, q)
+        {
+            if (r->cancelled || r->cbs.on_message == NULL)
+                break;
+            (void)r->cbs.on_message(r, op->key, q, r->data);
+        }
+        r->in_ask = false;
+        if (r->cancelled)
+            rpc_free(r);
+    }
+    json_decref(asks);
+    return true;
+}
+
+/* The caller's answer |msg| to one of the questions of an input_required
+ * result. */
+static void mrtr_answer(struct mx_upsess *s, json_t *msg)
+{
+    const char *id = json_string_value(json_object_get(msg, "id"));
+    if (id == NULL || json_object_get(msg, "method")) {
+        mx_log_debug(SUBSYS, "up:%s speaks %s, which has no client notifications; dropped", name(s),
+                     MX_UP26_VERSION);
+        return;
+    }
+    for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
+        json_t *key = r->mrtr_wait ? json_object_get(r->mrtr_ask, id) : NULL;
+        if (key == NULL)
+            continue;
+        json_t *result = json_object_get(msg, "result");
+        if (json_is_object(result)) {
+            json_object_set(r->mrtr_answers, json_string_value(key), result);
+        } else {
+            json_t *err = json_object_get(msg, "error");
+            json_decref(r->mrtr_error);
+            r->mrtr_error = json_is_object(err)
+                                ? json_incref(err)
+                                : json_pack("{s:i, s:s}", "code", -32603, "message",
+                                            "the client's answer to a question was not valid");
+        }
+        json_object_del(r->mrtr_ask, id);
+        if (json_object_size(r->mrtr_ask) == 0 || r->mrtr_error)
+            mrtr_ready(r);
+        return;
+    }
+    mx_log_debug(SUBSYS, "up:%s answer to no open question; dropped", name(s));
 }
 
 static bool version_known(const char *v)
@@ -580,10 +922,27 @@ static void handle_msg(struct op *op, json_t *msg)
         op->answered = true;
         if (op->kind == OP_INIT) {
             init_answered(op, msg);
-        } else if (op->rpc) {
-            rpc_finish(op->rpc, msg, NULL);
+        } else if (op->kind == OP_DISCOVER) {
+            discover_decided(s, op->status, msg);
+        } else if (op->rpc && !mrtr_begin(op, msg)) {
+            struct mx_uprpc *r = op->rpc;
+            if (r->round == 0) {
+                rpc_finish(r, msg, NULL);
+            } else {
+                /* the caller's id, not the one of the last round */
+                json_t *copy = json_copy(msg);
+                json_object_set(copy, "id", json_object_get(r->msg, "id"));
+                rpc_finish(r, copy, NULL);
+                json_decref(copy);
+            }
         }
         return;
+    }
+    if (op->kind == OP_LISTEN) {
+        const char *m = json_string_value(json_object_get(msg, "method"));
+        if (m && strcmp(m, "notifications/subscriptions/acknowledged") == 0)
+            return;
+        s->listen_failures = 0;
     }
     if (op->kind == OP_RPC && op->rpc) {
         struct mx_uprpc *r = op->rpc;
@@ -695,7 +1054,11 @@ static void op_failed(struct op *op, const struct mx_upfail *fail)
     switch (op->kind) {
     case OP_INIT:
     case OP_INITIALIZED:
+    case OP_DISCOVER:
         session_init_failed(s, fail);
+        break;
+    case OP_LISTEN:
+        mx_log_debug(SUBSYS, "up:%s subscriptions/listen ended: %s", name(s), fail->message);
         break;
     case OP_RPC:
         if (op->rpc)
@@ -715,6 +1078,8 @@ static void op_failed(struct op *op, const struct mx_upfail *fail)
 static void op_expired(struct op *op)
 {
     struct mx_upsess *s = op->s;
+    if (s->modern && op->key == s->key)
+        s->env->era = MX_UPSESS_ERA_UNKNOWN; /* ask it again with server/discover */
     session_forget(s, op->key);
     if (op->kind == OP_RPC && op->rpc) {
         struct mx_uprpc *r = op->rpc;
@@ -762,9 +1127,27 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     }
     /* MCP 2025-06-18, Session Management: 404 to a request with a session
      * id means the session is gone; server-everything says it with 400. */
+    if (op->kind == OP_DISCOVER && !is_2xx(op->status)) {
+        json_t *m = mx_rpc_parse(mx_buf_str(&op->body));
+        if (m)
+            trace(s, "s2c", mx_buf_str(&op->body));
+        discover_decided(s, op->status, json_is_object(m) ? m : NULL);
+        json_decref(m);
+        goto out;
+    }
+    if (op->kind == OP_INIT && (op->status == 400 || op->status == 404 || op->status == 405))
+        s->env->era = MX_UPSESS_ERA_UNKNOWN; /* perhaps a 2026-only server now */
     bool expired =
         op->sent_sid && op->kind != OP_INITIALIZED &&
         (op->status == 404 || (op->status == 400 && says_no_session(mx_buf_str(&op->body))));
+    /* MCP 2026-07-28: -32022 says the version is not (or no longer)
+     * spoken, a session error that the upstream is a 2025 one now; the
+     * request did not run, so it may go again once the revision is known */
+    if (s->modern && op->kind == OP_RPC && (op->status == 400 || op->status == 404)) {
+        json_t *m = mx_rpc_parse(mx_buf_str(&op->body));
+        expired = mx_up26_wrong_version(m) || says_no_session(mx_buf_str(&op->body));
+        json_decref(m);
+    }
     if (expired) {
         op_expired(op);
         goto out;
@@ -781,7 +1164,7 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
             goto out;
         if (op->kind == OP_INITIALIZED) {
             session_ready(s);
-        } else if (op->kind == OP_RPC || op->kind == OP_INIT) {
+        } else if (op->kind == OP_RPC || op->kind == OP_INIT || op->kind == OP_DISCOVER) {
             mx_upfail_proto(s->env->up->cfg,
                             op->is_sse ? "its stream ended before the answer"
                                        : "it answered a request without a response",
@@ -813,6 +1196,11 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
 out:
     if (!op->dead)
         op_kill(op);
+    if (op->kind == OP_LISTEN && s->listen == op) {
+        s->listen = NULL;
+        s->listen_failures++;
+        open_listen(s);
+    }
     op_leave(op);
 }
 
@@ -902,7 +1290,7 @@ void mx_upsess_env_clear(struct mx_upsess_env *env)
 static bool has_waiting(const struct mx_upsess *s)
 {
     for (const struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL)
+        if (r->op == NULL && !r->mrtr_wait)
             return true;
     }
     return false;
@@ -959,13 +1347,8 @@ void mx_upsess_close(struct mx_upsess *s)
     bool had_session = s->state == US_READY && s->sid;
     set_state(s, US_CLOSED);
     ev_timer_stop(s->env->loop, &s->kick);
-    while (s->rpcs) {
-        struct mx_uprpc *r = s->rpcs;
-        if (r->op)
-            op_kill(r->op);
-        rpc_unlink(r);
-        rpc_free(r);
-    }
+    while (s->rpcs)
+        rpc_drop(s->rpcs);
     for (struct op *op = s->ops, *n; op; op = n) {
         n = op->next;
         op_kill(op);
@@ -1020,6 +1403,7 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
     r->cbs = *cbs;
     r->data = data;
     r->seq = ++s->seq;
+    ev_init(&r->mrtr_timer, mrtr_timeout);
     /* at the tail: waiting requests go out in the order they came */
     struct mx_uprpc **pp = &s->rpcs;
     struct mx_uprpc *last = NULL;
@@ -1047,12 +1431,9 @@ void mx_uprpc_cancel(struct mx_uprpc *r)
         mx_uprpc_sse_cancel(r);
         return;
     }
-    if (r == NULL || r->in_done)
+    if (r == NULL || r->in_done || r->cancelled)
         return;
-    if (r->op)
-        op_kill(r->op);
-    rpc_unlink(r);
-    rpc_free(r);
+    rpc_drop(r);
 }
 
 void mx_uprpc_resume(struct mx_uprpc *r)
@@ -1072,6 +1453,14 @@ void mx_uprpc_resume(struct mx_uprpc *r)
         mx_upcall_resume(r->op->call);
 }
 
+const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id)
+{
+    if (r == NULL || mx_upsess_is_stdio(r) || mx_upsess_is_sse(r) || !r->mrtr_wait ||
+        !json_is_string(id))
+        return NULL;
+    return json_string_value(json_object_get(r->mrtr_ask, json_string_value(id)));
+}
+
 void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key)
 {
     if (mx_upsess_is_stdio(s)) {
@@ -1086,6 +1475,10 @@ void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key)
     if (s == NULL || s->state != US_READY || (key && key != s->key)) {
         if (s)
             mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
+        return;
+    }
+    if (s->modern) {
+        mrtr_answer(s, msg);
         return;
     }
     char *body = mx_rpc_dump(msg);

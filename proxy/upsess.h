@@ -10,6 +10,14 @@
  * server-everything answers). Answers may come as JSON or SSE; SSE answers
  * stream message by message with backpressure.
  *
+ * An upstream that lists 2026-07-28 in its server/discover answer (asked at
+ * first contact, remembered in the env) gets stateless requests instead:
+ * _meta and the 2026 headers on each (up2026.h), no initialize, session or
+ * GET stream; the discover result is the "initialize result", list changes
+ * come from its subscriptions/listen stream (on_message), and the questions
+ * of an input_required result go to the request's on_message as requests,
+ * whose answers (mx_upsess_send) go back in the request's next round.
+ *
  * Requests go out through mx_upcall (wake-on-use, max_concurrency) with the
  * upstream's credential; this module never retries a request that may have
  * reached the upstream, except after a session answer that says it did not
@@ -33,12 +41,21 @@ struct mx_upsess;
 struct mx_uprpc;
 
 /* What all sessions of one upstream share; borrowed, must outlive them. */
+/* The revision an HTTP upstream was found to speak (MCP 2026-07-28 or
+ * 2025-era sessions); learnt with server/discover at first contact. */
+enum mx_upsess_era {
+    MX_UPSESS_ERA_UNKNOWN = 0,
+    MX_UPSESS_ERA_LEGACY = 1, /* initialize, Mcp-Session-Id, GET stream */
+    MX_UPSESS_ERA_MODERN = 2, /* 2026-07-28: stateless, _meta on every request */
+};
+
 struct mx_upsess_env {
     struct ev_loop *loop;
     struct mx_uclient *uc;
     struct mx_upstream *up;
     struct mx_trace *trace;
     struct mx_upsess_bye *byes; /* DELETEs still in flight (mx_upsess_env_clear) */
+    enum mx_upsess_era era;     /* what the upstream speaks; zeroed with the env */
 };
 
 struct mx_upsess_cbs {
@@ -114,6 +131,10 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
 void mx_uprpc_cancel(struct mx_uprpc *r);
 /* Read its stream again after on_message returned MX_EAGAIN. */
 void mx_uprpc_resume(struct mx_uprpc *r);
+/* For a question of a 2026-07-28 upstream's input_required result, which
+ * the request delivered to on_message with id |id|: the upstream's key for
+ * it (borrowed, valid while the question is open), else NULL. */
+const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id);
 
 /*
  * Send a notification or a response (borrowed) on the current upstream

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MCP 2026-07-28 (the stateless revision) toward an upstream, as its client:
+ * the shape of each request (params._meta with the protocol version,
+ * mcplex's clientInfo and the client capabilities; the MCP-Protocol-Version,
+ * Mcp-Method and Mcp-Name headers), what a server/discover answer says about
+ * the upstream's revision, the initialize-like result the rest of mcplex
+ * reads from it, and the answers that say the revision is wrong. Pure: the
+ * exchanges themselves are upsess.c's.
+ */
+#ifndef MX_UP2026_H
+#define MX_UP2026_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "upreq.h"
+
+#define MX_UP26_VERSION "2026-07-28"
+
+/* What a server/discover exchange says about the upstream. */
+enum mx_up26_verdict {
+    MX_UP26_MODERN = 0,  /* it speaks 2026-07-28: no initialize, no session */
+    MX_UP26_LEGACY = 1,  /* it does not: open a 2025 session with initialize */
+    MX_UP26_UNKNOWN = 2, /* no evidence (credential refused, 5xx, paused): try later */
+};
+
+/* The discover request with JSON-RPC id |id| (borrowed) and client
+ * capabilities |caps|; new reference. */
+json_t *mx_up26_discover(json_t *id, const json_t *caps);
+
+/* The subscriptions/listen request for the list kinds whose listChanged
+ * |server_caps| (an initialize-like result's "capabilities") advertises, or
+ * NULL when it advertises none; new reference. */
+json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps);
+
+/*
+ * |msg| (a JSON-RPC request, borrowed) as a 2026-07-28 upstream must see
+ * it: a copy whose params._meta carries protocolVersion, clientInfo
+ * (mcplex) and clientCapabilities |caps| — or, when |msg| already names
+ * clientCapabilities (a stateless client's own), those, limited to
+ * sampling, elicitation and roots; other _meta keys (progressToken) stay.
+ * New reference.
+ */
+json_t *mx_up26_request(const json_t *msg, const json_t *caps);
+
+/*
+ * Add the headers of MCP 2026-07-28, Streamable HTTP, for the shaped request
+ * |msg| to |h|: MCP-Protocol-Version, Mcp-Method, and Mcp-Name (params.name
+ * of tools/call and prompts/get, params.uri of resources/read), in the
+ * "=?base64?...?=" form when the value is not plain visible ASCII or has
+ * spaces at its ends. Returns 0, or MX_ELIMIT / MX_EINVAL from the lines.
+ */
+int mx_up26_headers(const json_t *msg, struct mx_upreq_hdrs *h);
+
+/*
+ * The verdict of a discover exchange: HTTP |status| and the JSON-RPC
+ * message it carried (|answer|, NULL when none or not JSON). A result
+ * listing 2026-07-28 in supportedVersions is modern; another result, an
+ * error answer, or 400/404/405 without an answer is legacy (a 2025 server
+ * knows no server/discover and no request without a session); 401, 403,
+ * 5xx and the rest are no evidence.
+ */
+enum mx_up26_verdict mx_up26_verdict(long status, const json_t *answer);
+
+/* The discover |result| (borrowed) as an initialize result: protocolVersion,
+ * capabilities, serverInfo (from _meta), instructions. New reference. */
+json_t *mx_up26_init_result(const json_t *result);
+
+/* Whether |answer| (a JSON-RPC message, or NULL) says the upstream does not
+ * speak the version it was sent (-32022). */
+bool mx_up26_wrong_version(const json_t *answer);
+
+/* |msg| without a clientCapabilities key in params._meta, for a 2025
+ * upstream: a new reference (|msg| itself, or a changed copy). */
+json_t *mx_up26_strip(json_t *msg);
+
+/* Whether |result| is an input_required result (Multi Round-Trip Requests). */
+bool mx_up26_input_required(const json_t *result);
+
+#endif

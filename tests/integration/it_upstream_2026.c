@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mcplex as a client of an MCP 2026-07-28 upstream: sandbox-sim
+ * --conformance speaks both eras and offers some tools (the
+ * test_input_required_result_* family, test_trigger_tool_change) only to
+ * 2026-07-28 clients. Through /mcp, with the official 2025 TypeScript SDK
+ * client and with the SDK v2 client pinned to 2026-07-28: the 2026-only
+ * tools are listed (mcplex learnt the revision with server/discover and
+ * spoke it), calls answer, progress reaches the caller, a sampling question
+ * of an input_required result reaches the client and its answer goes back
+ * in the retry, and a tool list change reaches a 2025 client through
+ * mcplex's subscriptions/listen upstream; a stateless client's own
+ * capabilities reach the upstream (a refusal for one it lacks keeps its
+ * 400/-32021), and the questions of one input_required result reach it at
+ * once under the upstream's keys. The sim counts no initialize and
+ * no session; mcplex's trace shows server/discover and no initialize
+ * toward the upstream; the outcome is logged once. No canary anywhere.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "alloc.h"
+#include "harness.h"
+
+struct world {
+    char token[MX_IT_CANARY_SIZE];
+    int port;
+    int sim_port;
+    pid_t mcplex;
+    char *url;
+    char *log;
+    char *trace;
+};
+
+static void start_world(struct world *w)
+{
+    mx_it_canary(w->token, sizeof(w->token));
+    const char *args[] = {"--conformance", "--name", "conf-sim", NULL};
+    assert_true(mx_it_start_sim("conf-sim", w->token, args, &w->sim_port) > 0);
+    char *secret = mx_it_path("conf.secret");
+    assert_int_equal(mx_it_write_file(secret, w->token, strlen(w->token)), 0);
+    w->port = mx_it_free_port();
+    w->trace = mx_it_path("trace.jsonl");
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\ntrace = \"%s\"\n"
+                             "[servers.conf]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n",
+                             w->port, w->trace, w->sim_port, secret);
+    char *cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    w->mcplex = mx_it_start_mcplex(cfg_path, w->port);
+    assert_true(w->mcplex > 0);
+    w->url = mx_xasprintf("http://127.0.0.1:%d/mcp", w->port);
+    w->log = mx_it_path("mcplex.log");
+    free(cfg);
+    free(cfg_path);
+    free(secret);
+}
+
+static json_t *sim_stats(const struct world *w)
+{
+    return mx_it_sim_stats(w->sim_port, w->token);
+}
+
+static json_t *client_ok(const struct world *w, const char *scenario, const char *args)
+{
+    json_t *out = mx_it_client_ok(w->url, scenario, args);
+    if (!json_is_true(json_object_get(out, "ok")))
+        fail_msg("client %s: %s", scenario, json_dumps(out, 0));
+    return out;
+}
+
+/* The 2025 SDK client: lists, a call, progress, sampling through MRTR. */
+static void assert_client_2025(const struct world *w)
+{
+    json_t *out = client_ok(w, "list-all", NULL);
+    json_t *tools = json_object_get(json_object_get(out, "tools"), "names");
+    assert_true(mx_it_has_string(tools, "test_simple_text"));
+    assert_true(mx_it_has_string(tools, "test_tool_with_progress"));
+    /* offered by the sim to 2026-07-28 clients only */
+    assert_true(mx_it_has_string(tools, "test_input_required_result_sampling"));
+    assert_true(mx_it_has_string(tools, "test_trigger_tool_change"));
+    assert_true(mx_it_has_string(json_object_get(json_object_get(out, "prompts"), "names"),
+                                 "test_simple_prompt"));
+    json_decref(out);
+
+    out = client_ok(w, "call", "{\"name\":\"test_simple_text\"}");
+    const char *t = mx_it_result_text(out);
+    assert_non_null(t);
+    assert_true(strlen(t) > 0);
+    json_decref(out);
+
+    out = client_ok(w, "progress", "{\"name\":\"test_tool_with_progress\"}");
+    json_t *progress = json_object_get(out, "progress");
+    assert_int_equal(json_array_size(progress), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(progress, 2), "progress")),
+                     100);
+    assert_null(json_object_get(json_object_get(out, "result"), "error"));
+    json_decref(out);
+
+    out = client_ok(w, "sampling",
+                    "{\"name\":\"test_input_required_result_sampling\","
+                    "\"reply\":\"REPLY-2025-77\"}");
+    assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
+    char *dump = json_dumps(json_object_get(out, "result"), 0);
+    if (strstr(dump, "REPLY-2025-77") == NULL)
+        fail_msg("sampling answer not in the result: %s", dump);
+    free(dump);
+    json_decref(out);
+}
+
+static json_int_t sim_method_count(const struct world *w, const char *method)
+{
+    json_t *st = sim_stats(w);
+    json_int_t n = json_integer_value(json_object_get(json_object_get(st, "methods"), method));
+    json_decref(st);
+    return n;
+}
+
+/* A change of the upstream's tool list makes mcplex list its tools again:
+ * it hears it on its subscriptions/listen stream (the trace shows the
+ * notification, then a tools/list toward the upstream). */
+static void assert_list_change(const struct world *w)
+{
+    json_int_t before = sim_method_count(w, "tools/list");
+    json_t *out = client_ok(w, "call", "{\"name\":\"test_trigger_tool_change\"}");
+    json_decref(out);
+    json_int_t after = before;
+    for (int i = 0; i < 100 && after <= before; i++) {
+        usleep(50 * 1000);
+        after = sim_method_count(w, "tools/list");
+    }
+    assert_true(after > before);
+
+    char *trace = mx_it_read_file(w->trace, NULL);
+    assert_non_null(trace);
+    const char *note = strstr(trace, "\"method\":\"notifications/tools/list_changed\"");
+    assert_non_null(note);
+    assert_non_null(strstr(note, "io.modelcontextprotocol/subscriptionId"));
+    const char *relist = strstr(note, "\"method\":\"tools/list\"");
+    assert_non_null(relist);
+    free(trace);
+}
+
+/* The SDK v2 client pinned to 2026-07-28, in front of mcplex. */
+static void assert_client_2026(const struct world *w)
+{
+    const char *args[] = {w->url,
+                          "{\"calls\":[{\"name\":\"test_simple_text\"}],"
+                          "\"progress\":{\"name\":\"test_tool_with_progress\"},"
+                          "\"sampling\":{\"name\":\"test_input_required_result_sampling\","
+                          "\"reply\":\"REPLY-2026-88\"}}",
+                          NULL};
+    json_t *out = NULL;
+    assert_int_equal(mx_it_node("client26.mjs", args, NULL, &out), 0);
+    assert_non_null(out);
+    if (!json_is_true(json_object_get(out, "ok")))
+        fail_msg("SDK v2 client: %s", json_dumps(out, 0));
+    assert_string_equal(json_string_value(json_object_get(out, "protocol_version")), "2026-07-28");
+    json_t *tools = json_object_get(out, "tools");
+    assert_true(mx_it_has_string(tools, "test_simple_text"));
+    assert_true(mx_it_has_string(tools, "test_input_required_result_elicitation"));
+    const char *t = json_string_value(json_array_get(json_object_get(out, "calls"), 0));
+    assert_non_null(t);
+    assert_int_equal(json_array_size(json_object_get(out, "progress")), 3);
+    assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
+    const char *s = json_string_value(json_object_get(out, "sampling_result"));
+    if (s == NULL || strstr(s, "REPLY-2026-88") == NULL)
+        fail_msg("sampling answer not in the result: %s", s ? s : "(none)");
+    json_decref(out);
+}
+
+/* A raw 2026 tools/call of |tool| with clientCapabilities |caps| and more
+ * params |extra| ("" for none, else starting with a comma): the HTTP
+ * status and the parsed answer (the last SSE event or the body). */
+static json_t *call26(const struct world *w, const char *tool, const char *caps, const char *extra,
+                      long *status)
+{
+    char *body =
+        mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                     "\"%s\",\"arguments\":{}%s,\"_meta\":{"
+                     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                     "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
+                     tool, extra, caps);
+    char *name = mx_xasprintf("Mcp-Name: %s", tool);
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          "MCP-Protocol-Version: 2026-07-28",
+                          "Mcp-Method: tools/call",
+                          name,
+                          NULL};
+    char *resp_headers = NULL, *resp = NULL;
+    assert_int_equal(
+        mx_it_http_full("POST", w->url, hdrs, body, 20000, status, &resp_headers, &resp), 0);
+    const char *last = NULL;
+    for (const char *p = strstr(resp, "data: "); p; p = strstr(p + 1, "data: "))
+        last = p + 6;
+    json_t *msg = json_loads(last ? last : resp, JSON_DISABLE_EOF_CHECK, NULL);
+    if (msg == NULL)
+        fail_msg("not JSON: %s", resp);
+    free(name);
+    free(body);
+    free(resp_headers);
+    free(resp);
+    return msg;
+}
+
+static json_t *call_missing_capability(const struct world *w, const char *caps, long *status)
+{
+    return call26(w, "test_missing_capability", caps, "", status);
+}
+
+/* Three questions of one input_required result reach a stateless client
+ * at once, under the upstream's keys; the retry with the answers and
+ * mcplex's requestState gets the upstream's final result. */
+static void assert_input_required_keys(const struct world *w)
+{
+    static const char caps[] = "{\"sampling\":{},\"elicitation\":{},\"roots\":{}}";
+    long status = 0;
+    json_t *a = call26(w, "test_input_required_result_multiple_inputs", caps, "", &status);
+    assert_int_equal(status, 200);
+    json_t *r = json_object_get(a, "result");
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
+    json_t *reqs = json_object_get(r, "inputRequests");
+    assert_int_equal(json_object_size(reqs), 3);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "user_name"), "method")),
+        "elicitation/create");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "greeting"), "method")),
+        "sampling/createMessage");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(reqs, "client_roots"), "method")),
+        "roots/list");
+    const char *state = json_string_value(json_object_get(r, "requestState"));
+    assert_non_null(state);
+    char *extra = mx_xasprintf(
+        ",\"inputResponses\":{\"user_name\":{\"action\":\"accept\",\"content\":{\"name\":"
+        "\"Ada-4711\"}},\"greeting\":{\"role\":\"assistant\",\"model\":\"m\",\"content\":"
+        "{\"type\":\"text\",\"text\":\"Hi-4712\"}},\"client_roots\":{\"roots\":[{\"uri\":"
+        "\"file:///tmp\",\"name\":\"tmp\"}]}},\"requestState\":\"%s\"",
+        state);
+    json_t *b = call26(w, "test_input_required_result_multiple_inputs", caps, extra, &status);
+    assert_int_equal(status, 200);
+    r = json_object_get(b, "result");
+    assert_string_equal(json_string_value(json_object_get(r, "resultType")), "complete");
+    char *dump = json_dumps(r, 0);
+    if (strstr(dump, "Ada-4711") == NULL || strstr(dump, "Hi-4712") == NULL)
+        fail_msg("answers not in the result: %s", dump);
+    free(dump);
+    free(extra);
+    json_decref(b);
+    json_decref(a);
+}
+
+/* The upstream hears the stateless client's own capabilities, not those of
+ * mcplex's shared session: without sampling the fixture refuses with
+ * 400/-32021, and mcplex keeps both. */
+static void assert_client_capabilities(const struct world *w)
+{
+    long status = 0;
+    json_t *a = call_missing_capability(w, "{}", &status);
+    assert_int_equal(status, 400);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "error"), "code")),
+                     -32021);
+    json_decref(a);
+    a = call_missing_capability(w, "{\"sampling\":{}}", &status);
+    assert_int_equal(status, 200);
+    assert_true(json_is_object(json_object_get(a, "result")));
+    json_decref(a);
+}
+
+/* Nothing of the 2025 handshake reached the upstream. */
+static void assert_stateless_upstream(const struct world *w)
+{
+    json_t *st = sim_stats(w);
+    json_t *methods = json_object_get(st, "methods");
+    assert_int_equal(json_integer_value(json_object_get(methods, "initialize")), 0);
+    assert_true(json_integer_value(json_object_get(methods, "tools/call")) >= 6);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(st, "sessions"), "created")), 0);
+    /* no GET stream either: the fixture refuses a GET without a session
+     * with 405, and counted none */
+    assert_null(json_object_get(json_object_get(st, "status"), "405"));
+    json_decref(st);
+
+    /* mcplex's trace of its side toward the upstream */
+    char *trace = mx_it_read_file(w->trace, NULL);
+    assert_non_null(trace);
+    size_t discover = 0, listen = 0, up_lines = 0;
+    for (char *line = trace, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(line, "\"server\":\"conf\"") == NULL || strstr(line, "\"dir\":\"c2s\"") == NULL)
+            continue;
+        up_lines++;
+        if (strstr(line, "\"method\":\"initialize\"") || strstr(line, "notifications/initialized"))
+            fail_msg("initialize sent upstream: %s", line);
+        if (strstr(line, "\"method\":\"server/discover\""))
+            discover++;
+        if (strstr(line, "\"method\":\"subscriptions/listen\""))
+            listen++;
+        if (strstr(line, "\"method\":\"tools/call\""))
+            assert_non_null(strstr(line, "io.modelcontextprotocol/protocolVersion"));
+    }
+    free(trace);
+    assert_true(up_lines > 0);
+    assert_int_equal(discover, 1); /* learnt once for the upstream */
+    assert_true(listen >= 1);
+
+    /* the outcome is logged once, at info */
+    char *log = mx_it_read_file(w->log, NULL);
+    assert_non_null(log);
+    char *first = strstr(log, "speaks MCP 2026-07-28");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "speaks MCP 2026-07-28"));
+    free(log);
+}
+
+static void test_upstream_2026(void **state)
+{
+    struct world w;
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    start_world(&w);
+    assert_client_2025(&w);
+    assert_list_change(&w);
+    assert_client_2026(&w);
+    assert_client_capabilities(&w);
+    assert_input_required_keys(&w);
+    assert_stateless_upstream(&w);
+
+    assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
+    int st = mx_it_wait_exit(w.mcplex, 15000);
+    assert_true(st >= 0 && WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    const char *files[] = {w.log, w.trace, NULL};
+    char **hits = NULL;
+    int n = mx_it_scan_for(files, w.token, &hits);
+    for (int k = 0; k < n; k++)
+        fprintf(stderr, "canary found in %s\n", hits[k]);
+    mx_it_strv_free(hits);
+    assert_int_equal(n, 0);
+    free(w.url);
+    free(w.log);
+    free(w.trace);
+    mx_it_pass();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_upstream_2026, mx_it_setup, mx_it_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
