@@ -1192,23 +1192,6 @@ int mx_it_teardown(void **state)
     return 0;
 }
 
-json_t *mx_it_sim_stats(int port, const char *token)
-{
-    char *url = mx_xasprintf("http://127.0.0.1:%d/__stats", port);
-    char *auth = mx_xasprintf("Authorization: Bearer %s", token);
-    const char *hdrs[] = {auth, NULL};
-    long status = 0;
-    char *body = NULL;
-    assert_int_equal(mx_it_http("GET", url, hdrs, NULL, &status, &body), 0);
-    assert_int_equal(status, 200);
-    json_t *j = json_loads(body, 0, NULL);
-    assert_non_null(j);
-    free(body);
-    free(auth);
-    free(url);
-    return j;
-}
-
 json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_json)
 {
     json_t *out = NULL;

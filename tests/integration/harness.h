@@ -179,9 +179,6 @@ int mx_it_run(const char *name, const char *const *argv, const char *const *env,
 /* mx_it_client() without a bearer that fails the test unless it ran; the
  * caller json_decref()s the output. */
 json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_json);
-/* GET /__stats of the sandbox-sim on |port| with bearer |token|; asserts a 200
- * with a JSON object (new reference). */
-json_t *mx_it_sim_stats(int port, const char *token);
 /* The text of the first content item of a client run's tool result, or NULL. */
 const char *mx_it_result_text(const json_t *out);
 /* Whether the JSON array |arr| holds the string |s|. */

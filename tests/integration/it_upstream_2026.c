@@ -70,7 +70,9 @@ static void start_world(struct world *w)
 
 static json_t *sim_stats(const struct world *w)
 {
-    return mx_it_sim_stats(w->sim_port, w->token);
+    json_t *st = mx_it_sim_stats(w->sim_port, w->token);
+    assert_non_null(st);
+    return st;
 }
 
 static json_t *client_ok(const struct world *w, const char *scenario, const char *args)
