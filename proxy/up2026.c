@@ -153,6 +153,9 @@ enum mx_up26_verdict mx_up26_verdict(long status, const json_t *answer)
 {
     const json_t *result = json_object_get(answer, "result");
     const json_t *error = json_object_get(answer, "error");
+    if (mx_up26_wrong_version(answer) &&
+        lists_modern(json_object_get(json_object_get(error, "data"), "supported")))
+        return MX_UP26_RETRY;
     if (status >= 200 && status < 300) {
         if (json_is_object(result))
             return lists_modern(json_object_get(result, "supportedVersions")) ? MX_UP26_MODERN

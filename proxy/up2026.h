@@ -24,6 +24,7 @@ enum mx_up26_verdict {
     MX_UP26_MODERN = 0,  /* it speaks 2026-07-28: no initialize, no session */
     MX_UP26_LEGACY = 1,  /* it does not: open a 2025 session with initialize */
     MX_UP26_UNKNOWN = 2, /* no evidence (credential refused, 5xx, paused): try later */
+    MX_UP26_RETRY = 3,   /* it refused the version yet lists it as supported: ask again */
 };
 
 /* The discover request with JSON-RPC id |id| (borrowed) and client
@@ -60,7 +61,10 @@ int mx_up26_headers(const json_t *msg, struct mx_upreq_hdrs *h);
  * listing 2026-07-28 in supportedVersions is modern; another result, an
  * error answer, or 400/404/405 without an answer is legacy (a 2025 server
  * knows no server/discover and no request without a session); 401, 403,
- * 5xx and the rest are no evidence.
+ * 5xx and the rest are no evidence. An unsupported-version error (-32022)
+ * whose data.supported names 2026-07-28 is a 2026 server that wants the
+ * request again (MCP 2026-07-28, Versioning: the client retries with a
+ * version from that list): MX_UP26_RETRY.
  */
 enum mx_up26_verdict mx_up26_verdict(long status, const json_t *answer);
 

@@ -137,6 +137,7 @@ struct mx_upsess {
     bool modern;       /* 2026-07-28: no session; init_result is the discover result */
     struct op *listen; /* its subscriptions/listen stream */
     unsigned listen_failures;
+    bool discover_again; /* server/discover was asked again after a -32022 */
 };
 
 struct mx_upsess_bye {
@@ -633,11 +634,22 @@ static void session_initialize(struct mx_upsess *s)
     op->id = json_integer(0);
 }
 
+static void send_discover(struct mx_upsess *s)
+{
+    struct mx_upfail fail;
+    json_t *id = json_string(s->discover_again ? "mcplex-discover-2" : "mcplex-discover");
+    json_t *msg = mx_up26_discover(id, s->caps);
+    json_decref(id);
+    struct op *op = op_start26(s, OP_DISCOVER, msg, INIT_TIMEOUT_MS, &fail);
+    json_decref(msg);
+    if (op == NULL)
+        session_init_failed(s, &fail);
+}
+
 /* Make the session ready: with an upstream of unknown revision, ask it
  * first (MCP 2026-07-28, server/discover); a 2025 one gets initialize. */
 static void session_init(struct mx_upsess *s)
 {
-    struct mx_upfail fail;
     if (s->state != US_IDLE)
         return;
     set_state(s, US_INIT);
@@ -645,13 +657,8 @@ static void session_init(struct mx_upsess *s)
         session_initialize(s);
         return;
     }
-    json_t *id = json_string("mcplex-discover");
-    json_t *msg = mx_up26_discover(id, s->caps);
-    json_decref(id);
-    struct op *op = op_start26(s, OP_DISCOVER, msg, INIT_TIMEOUT_MS, &fail);
-    json_decref(msg);
-    if (op == NULL)
-        session_init_failed(s, &fail);
+    s->discover_again = false;
+    send_discover(s);
 }
 
 /* What server/discover said: HTTP |status| and its JSON-RPC |answer| (or
@@ -661,7 +668,13 @@ static void discover_decided(struct mx_upsess *s, long status, const json_t *ans
     const struct mx_server_cfg *cfg = s->env->up->cfg;
     struct mx_upfail fail;
     enum mx_up26_verdict v = mx_up26_verdict(status, answer);
-    if (v == MX_UP26_UNKNOWN) {
+    if (v == MX_UP26_RETRY && !s->discover_again) {
+        /* MCP 2026-07-28, Versioning: once more with a version it supports */
+        s->discover_again = true;
+        send_discover(s);
+        return;
+    }
+    if (v == MX_UP26_UNKNOWN || v == MX_UP26_RETRY) {
         /* a refused credential or a 5xx says nothing about the revision */
         if (status >= 200 && status < 300)
             mx_upfail_proto(cfg, "server/discover answered without a response", &fail);

@@ -175,6 +175,16 @@ static void test_verdict(void **state)
     json_decref(a);
     assert_int_equal(mx_up26_verdict(400, NULL), MX_UP26_LEGACY);
     assert_int_equal(mx_up26_verdict(405, NULL), MX_UP26_LEGACY);
+    /* -32022 that lists our version: ask again; one that does not: 2025 */
+    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\","
+              "\"data\":{\"supported\":[\"2026-07-28\"],\"requested\":\"2026-07-28\"}}}");
+    assert_int_equal(mx_up26_verdict(400, a), MX_UP26_RETRY);
+    assert_int_equal(mx_up26_verdict(200, a), MX_UP26_RETRY);
+    json_decref(a);
+    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\","
+              "\"data\":{\"supported\":[\"2025-11-25\"]}}}");
+    assert_int_equal(mx_up26_verdict(400, a), MX_UP26_LEGACY);
+    json_decref(a);
     /* no evidence: credential refused, a paused or broken upstream */
     assert_int_equal(mx_up26_verdict(401, NULL), MX_UP26_UNKNOWN);
     assert_int_equal(mx_up26_verdict(403, NULL), MX_UP26_UNKNOWN);
