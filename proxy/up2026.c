@@ -14,6 +14,9 @@
 
 #define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
 #define NAME_CAP         4096 /* longest Mcp-Name value sent (before encoding) */
+#define VALUE_CAP        8192 /* longest Mcp-Param-* value sent (before encoding) */
+#define HEADER_NAME_CAP  64   /* longest x-mcp-header name */
+#define PARAMS_CAP       32   /* x-mcp-header parameters of one tool */
 
 static json_t *meta_new(const json_t *caps)
 {
@@ -104,7 +107,64 @@ static bool plain(const char *v, size_t n)
     return true;
 }
 
-int mx_up26_headers(const json_t *msg, struct mx_upreq_hdrs *h)
+/* Add header |name| with value |v| (|n| bytes), in the "=?base64?...?="
+ * form when it cannot go as it is (MCP 2026-07-28, Streamable HTTP, Value
+ * Encoding). */
+static int add_encoded(struct mx_upreq_hdrs *h, const char *name, const char *v, size_t n)
+{
+    if (n > VALUE_CAP)
+        return MX_ELIMIT;
+    if (plain(v, n))
+        return mx_upreq_hdrs_add(h, name, (struct mx_str){v, n});
+    /* "=?base64?" + 4 per 3 bytes + "?=" */
+    size_t cap = 9 + (n + 2) / 3 * 4 + 2 + 1;
+    char *enc = mx_xmalloc(cap);
+    memcpy(enc, "=?base64?", 9);
+    int len = EVP_EncodeBlock((unsigned char *)enc + 9, (const unsigned char *)v, (int)n);
+    memcpy(enc + 9 + len, "?=", 3);
+    int rc = mx_upreq_hdrs_add(h, name, mx_str_cstr(enc));
+    free(enc);
+    return rc;
+}
+
+/* The Mcp-Param-* headers of a tools/call whose tool maps argument names to
+ * header names in |map|: strings as they are (or encoded), integers in
+ * decimal, booleans as true/false; null or absent arguments get none. */
+static int add_params(json_t *map, const json_t *args, struct mx_upreq_hdrs *h)
+{
+    const char *arg;
+    json_t *hname;
+    json_object_foreach(map, arg, hname)
+    {
+        json_t *v = json_object_get(args, arg);
+        char num[40];
+        const char *p = NULL;
+        size_t n = 0;
+        if (json_is_string(v)) {
+            p = json_string_value(v);
+            n = json_string_length(v);
+        } else if (json_is_integer(v)) {
+            n = (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            p = num;
+        } else if (json_is_real(v)) {
+            n = (size_t)snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+            p = num;
+        } else if (json_is_boolean(v)) {
+            p = json_is_true(v) ? "true" : "false";
+            n = strlen(p);
+        }
+        if (p == NULL)
+            continue; /* null, absent, or not a primitive: nothing to mirror */
+        char name[16 + HEADER_NAME_CAP];
+        snprintf(name, sizeof(name), "Mcp-Param-%s", json_string_value(hname));
+        int rc = add_encoded(h, name, p, n);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int mx_up26_headers(const json_t *msg, json_t *params_map, struct mx_upreq_hdrs *h)
 {
     const char *method = json_string_value(json_object_get(msg, "method"));
     const json_t *params = json_object_get(msg, "params");
@@ -114,27 +174,108 @@ int mx_up26_headers(const json_t *msg, struct mx_upreq_hdrs *h)
         rc = mx_upreq_hdrs_add(h, "Mcp-Method", mx_str_cstr(method));
     if (rc || method == NULL)
         return rc;
-    if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0)
+    bool call = strcmp(method, "tools/call") == 0;
+    if (call || strcmp(method, "prompts/get") == 0)
         field = "name";
     else if (strcmp(method, "resources/read") == 0)
         field = "uri";
-    const char *v = field ? json_string_value(json_object_get(params, field)) : NULL;
-    if (v == NULL)
-        return 0;
-    size_t n = strlen(v);
-    if (n > NAME_CAP)
-        return MX_ELIMIT;
-    if (plain(v, n))
-        return mx_upreq_hdrs_add(h, "Mcp-Name", mx_str_cstr(v));
-    /* "=?base64?" + 4 per 3 bytes + "?=" */
-    size_t cap = 9 + (n + 2) / 3 * 4 + 2 + 1;
-    char *enc = mx_xmalloc(cap);
-    memcpy(enc, "=?base64?", 9);
-    int len = EVP_EncodeBlock((unsigned char *)enc + 9, (const unsigned char *)v, (int)n);
-    memcpy(enc + 9 + len, "?=", 3);
-    rc = mx_upreq_hdrs_add(h, "Mcp-Name", mx_str_cstr(enc));
-    free(enc);
+    const json_t *v = field ? json_object_get(params, field) : NULL;
+    if (json_is_string(v)) {
+        if (json_string_length(v) > NAME_CAP)
+            return MX_ELIMIT;
+        rc = add_encoded(h, "Mcp-Name", json_string_value(v), json_string_length(v));
+    }
+    if (rc == 0 && call && json_is_object(params_map))
+        rc = add_params(params_map, json_object_get(params, "arguments"), h);
     return rc;
+}
+
+/* RFC 9110 §5.6.2: a header name is a token. */
+static bool is_token(const char *s, size_t n)
+{
+    if (n == 0 || n > HEADER_NAME_CAP)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              strchr("!#$%&'*+-.^_`|~", c) != NULL))
+            return false;
+    }
+    return true;
+}
+
+json_t *mx_up26_param_map(const json_t *tool)
+{
+    json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+    json_t *map = json_object();
+    json_t *seen = json_object(); /* lower-cased header names */
+    const char *arg;
+    json_t *p;
+    bool ok = true;
+    json_object_foreach(props, arg, p)
+    {
+        json_t *hn = json_object_get(p, "x-mcp-header");
+        if (hn == NULL)
+            continue;
+        const char *type = json_string_value(json_object_get(p, "type"));
+        /* a name that is a token, unique regardless of case, on a parameter
+         * whose value a header can carry (MCP 2026-07-28, Tools, x-mcp-header) */
+        if (!json_is_string(hn) || !is_token(json_string_value(hn), json_string_length(hn)) ||
+            type == NULL ||
+            (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
+             strcmp(type, "boolean") != 0) ||
+            json_object_size(map) == PARAMS_CAP) {
+            ok = false;
+            break;
+        }
+        char low[HEADER_NAME_CAP + 1];
+        size_t n = json_string_length(hn);
+        for (size_t i = 0; i < n; i++) {
+            char c = json_string_value(hn)[i];
+            low[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        low[n] = '\0';
+        if (json_object_get(seen, low)) {
+            ok = false;
+            break;
+        }
+        json_object_set_new(seen, low, json_true());
+        json_object_set(map, arg, hn);
+    }
+    json_decref(seen);
+    if (!ok) {
+        json_decref(map);
+        return NULL;
+    }
+    return map;
+}
+
+json_t *mx_up26_tools_seen(json_t *result, json_t *maps, json_t *dropped)
+{
+    json_t *out = json_copy(result);
+    json_t *kept = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(result, "tools"), i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        json_t *map = mx_up26_param_map(t);
+        if (map == NULL) {
+            if (dropped && name)
+                json_array_append_new(dropped, json_string(name));
+            continue;
+        }
+        if (name && maps) {
+            if (json_object_size(map))
+                json_object_set(maps, name, map);
+            else
+                json_object_del(maps, name);
+        }
+        json_decref(map);
+        json_array_append(kept, t);
+    }
+    json_object_set_new(out, "tools", kept);
+    return out;
 }
 
 static bool lists_modern(const json_t *versions)

@@ -51,9 +51,30 @@ json_t *mx_up26_request(const json_t *msg, const json_t *caps);
  * |msg| to |h|: MCP-Protocol-Version, Mcp-Method, and Mcp-Name (params.name
  * of tools/call and prompts/get, params.uri of resources/read), in the
  * "=?base64?...?=" form when the value is not plain visible ASCII or has
- * spaces at its ends. Returns 0, or MX_ELIMIT / MX_EINVAL from the lines.
+ * spaces at its ends. For a tools/call, |params_map| (may be NULL) is the
+ * tool's mx_up26_param_map(): each argument it names that is a string,
+ * number or boolean goes as Mcp-Param-<header name>, encoded the same way
+ * (null and absent arguments get no header). Returns 0, or MX_ELIMIT (a
+ * value over its cap, or too many lines) / MX_EINVAL from the lines.
  */
-int mx_up26_headers(const json_t *msg, struct mx_upreq_hdrs *h);
+int mx_up26_headers(const json_t *msg, json_t *params_map, struct mx_upreq_hdrs *h);
+
+/*
+ * What |tool| (a tools/list entry) asks for with x-mcp-header in the
+ * properties of its inputSchema: a new object {argument name: header name},
+ * empty when nothing; NULL when an annotation is invalid (not a token name,
+ * on a type other than string, integer or boolean, a name used twice in any
+ * case, more than 32), which excludes the tool (MCP 2026-07-28, Tools).
+ */
+json_t *mx_up26_param_map(const json_t *tool);
+
+/*
+ * A tools/list |result| as mcplex passes it on: a new reference without the
+ * tools mx_up26_param_map() refuses (their names appended to |dropped|, may
+ * be NULL); the others' non-empty maps set in |maps| under their names,
+ * empty ones removed from it (|maps| may be NULL).
+ */
+json_t *mx_up26_tools_seen(json_t *result, json_t *maps, json_t *dropped);
 
 /*
  * The verdict of a discover exchange: HTTP |status| and the JSON-RPC

@@ -24,7 +24,12 @@ int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str v
         if (value.p[i] == '\r' || value.p[i] == '\n' || value.p[i] == '\0')
             return MX_EINVAL;
     }
-    h->owned[h->cnt] = mx_xasprintf("%s: %.*s", name, (int)value.len, value.p);
+    /* libcurl drops a "Name:" line with nothing after it (that is how its
+     * own headers are removed) and sends "Name;" as an empty header */
+    if (value.len == 0)
+        h->owned[h->cnt] = mx_xasprintf("%s;", name);
+    else
+        h->owned[h->cnt] = mx_xasprintf("%s: %.*s", name, (int)value.len, value.p);
     h->lines[h->cnt] = h->owned[h->cnt];
     h->cnt++;
     return 0;

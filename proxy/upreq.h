@@ -18,7 +18,7 @@
 #include "str.h"
 #include "uclient.h"
 
-#define MX_UPREQ_MAX_HEADERS 16
+#define MX_UPREQ_MAX_HEADERS 48 /* room for a tool's Mcp-Param-* headers */
 
 /* Header lines for one request; the credential line is wiped on clear. */
 struct mx_upreq_hdrs {
@@ -28,8 +28,9 @@ struct mx_upreq_hdrs {
 };
 
 void mx_upreq_hdrs_init(struct mx_upreq_hdrs *h);
-/* Add "|name|: |value|". Returns 0, MX_EINVAL (CR, LF or NUL in the value)
- * or MX_ELIMIT (full). */
+/* Add "|name|: |value|" ("|name|;" for an empty value, which libcurl sends
+ * as an empty header). Returns 0, MX_EINVAL (CR, LF or NUL in the value) or
+ * MX_ELIMIT (full). */
 int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str value);
 /* Add the credential line of |cfg| (none for auth = "none"). Returns 0 or
  * MX_ELIMIT. */

@@ -321,9 +321,12 @@ static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const cha
      * after initialize; 2025-03-26 servers predate the header. MCP
      * 2026-07-28: the version, method and name of each request. */
     if (m26) {
-        if (mx_up26_headers(m26, &h) != 0) {
+        const char *tool =
+            json_string_value(json_object_get(json_object_get(m26, "params"), "name"));
+        json_t *pmap = tool ? json_object_get(s->env->tool_params, tool) : NULL;
+        if (mx_up26_headers(m26, pmap, &h) != 0) {
             mx_upreq_hdrs_clear(&h);
-            mx_upfail_proto(cfg, "a request name too long for its Mcp-Name header", fail);
+            mx_upfail_proto(cfg, "a request name or argument too long for its header", fail);
             return NULL;
         }
     } else if (kind != OP_INIT && s->version[0] && strcmp(s->version, "2025-03-26") > 0) {
@@ -925,6 +928,34 @@ static bool is_answer(struct op *op, json_t *msg)
     return json_equal(json_object_get(msg, "id"), op->id);
 }
 
+/* MCP 2026-07-28, Tools, x-mcp-header: what a tools/list answer |msg| to
+ * |r| says about each tool's Mcp-Param-* headers is kept for its calls, and
+ * a tool whose annotations are invalid is left out (the specification says
+ * clients exclude it). Returns the answer to pass on (new reference), or
+ * NULL when |msg| is none of this. */
+static json_t *tools_seen(struct mx_upsess *s, struct mx_uprpc *r, json_t *msg)
+{
+    const char *m = json_string_value(json_object_get(r->msg, "method"));
+    json_t *result = json_object_get(msg, "result");
+    if (m == NULL || strcmp(m, "tools/list") != 0 ||
+        !json_is_array(json_object_get(result, "tools")))
+        return NULL;
+    if (s->env->tool_params == NULL)
+        s->env->tool_params = json_object();
+    json_t *dropped = json_array();
+    json_t *out = json_copy(msg);
+    json_object_set_new(out, "result", mx_up26_tools_seen(result, s->env->tool_params, dropped));
+    size_t i;
+    json_t *n;
+    json_array_foreach(dropped, i, n)
+    {
+        mx_log_warn(SUBSYS, "up:%s tool '%.80s' left out: its x-mcp-header annotations are invalid",
+                    name(s), json_string_value(n));
+    }
+    json_decref(dropped);
+    return out;
+}
+
 /* One JSON-RPC message from the upstream on |op|'s stream. */
 static void handle_msg(struct op *op, json_t *msg)
 {
@@ -939,7 +970,11 @@ static void handle_msg(struct op *op, json_t *msg)
             discover_decided(s, op->status, msg);
         } else if (op->rpc && !mrtr_begin(op, msg)) {
             struct mx_uprpc *r = op->rpc;
-            if (r->round == 0) {
+            json_t *seen = s->modern ? tools_seen(s, r, msg) : NULL;
+            if (seen) {
+                rpc_finish(r, seen, NULL);
+                json_decref(seen);
+            } else if (r->round == 0) {
                 rpc_finish(r, msg, NULL);
             } else {
                 /* the caller's id, not the one of the last round */
@@ -1290,6 +1325,8 @@ static void send_bye(struct mx_upsess *s)
 
 void mx_upsess_env_clear(struct mx_upsess_env *env)
 {
+    json_decref(env->tool_params);
+    env->tool_params = NULL;
     while (env->byes) {
         struct mx_upsess_bye *b = env->byes;
         env->byes = b->next;

@@ -56,6 +56,7 @@ struct mx_upsess_env {
     struct mx_trace *trace;
     struct mx_upsess_bye *byes; /* DELETEs still in flight (mx_upsess_env_clear) */
     enum mx_upsess_era era;     /* what the upstream speaks; zeroed with the env */
+    json_t *tool_params;        /* 2026-07-28: tool name -> its mx_up26_param_map() */
 };
 
 struct mx_upsess_cbs {
@@ -144,7 +145,8 @@ const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id);
  */
 void mx_upsess_send(struct mx_upsess *s, json_t *msg, uint64_t key);
 
-/* Cancel the DELETEs still in flight (at shutdown, before freeing env->uc). */
+/* Cancel the DELETEs still in flight (at shutdown, before freeing env->uc)
+ * and forget what the upstream's tool list said. */
 void mx_upsess_env_clear(struct mx_upsess_env *env);
 
 /* Live sessions and requests, for tests and /health. */

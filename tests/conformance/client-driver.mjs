@@ -21,6 +21,8 @@
 //   MX_CONF_WORK             directory for this run's config and logs
 //   MX_CONF_UPSTREAM_TOKEN   the upstream credential (a canary; never printed)
 //   MX_CONF_DRIVER_MS        bound on the whole run (default 25000)
+//   MX_CONF_FRONT            2025 or 2026: the SDK client in front of mcplex
+//                            (default: the era of the revision under test)
 //
 // stdout gets one JSON summary (the suite keeps it as stdout.txt); stderr what
 // went wrong and, on failure, the tail of mcplex's log.
@@ -41,7 +43,11 @@ console.log = (...a) => console.error(...a);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
 const revision = process.env.MCP_CONFORMANCE_PROTOCOL_VERSION ?? '2025-11-25';
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || '{}');
-const modern = revision >= '2026-07-28';
+// The client in front of mcplex: the era of the revision under test unless
+// MX_CONF_FRONT says otherwise (a 2025 client through mcplex to a 2026
+// upstream is a path of its own).
+const front = process.env.MX_CONF_FRONT || (revision >= '2026-07-28' ? '2026' : '2025');
+const modern = front === '2026';
 const out = { scenario, revision, front: modern ? 'sdk-v2-2026-07-28' : 'sdk-1.32.2', steps: [] };
 const problems = [];
 let mcplex = null;
@@ -101,7 +107,7 @@ async function startMcplex() {
             { setup: true });
     if (!process.env.MX_CONF_UPSTREAM_TOKEN)
         throw Object.assign(new Error('MX_CONF_UPSTREAM_TOKEN is not set'), { setup: true });
-    const label = `${scenario.replace(/[^A-Za-z0-9_-]/g, '_')}-${revision}-${process.pid}`;
+    const label = `${scenario.replace(/[^A-Za-z0-9_-]/g, '_')}-${revision}-${front}-${process.pid}`;
     const dir = join(process.env.MX_CONF_WORK ?? '.', label);
     mkdirSync(join(dir, 'state'), { recursive: true, mode: 0o700 });
     const url = process.argv[2];

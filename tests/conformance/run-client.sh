@@ -20,10 +20,14 @@
 # and runs no OAuth client, so they do not apply and are not run. Extension
 # scenarios (tasks, skills, client credentials) are not part of a revision.
 #
-# Prints one row per scenario and revision: the verdict with each suite
-# version, "pass" when the suite's overall verdict is passed (no failed
-# check, no warning, the driver exited 0), and the checks that failed or
-# warned. Exit status: 1 when a run fails without a matching line in
+# A 2026-07-28 run goes twice: with the 2026 client in front of mcplex and
+# with a 2025 one (mcplex then bridges the eras; what the 2026 SDK client
+# would do by itself, such as leaving out tools with invalid x-mcp-header
+# annotations, must then be mcplex's doing).
+#
+# Prints one row per suite version, scenario, revision and front: "pass"
+# when the suite's overall verdict is passed (no failed check, no warning,
+# the driver exited 0), and the checks that failed or warned. Exit status: 1 when a run fails without a matching line in
 # tests/conformance/baseline-client.txt, or mcplex leaked the canary into a
 # log or output, or a sanitizer reported; 2 on a setup problem. Baseline
 # lines whose run now passes are reported as stale (not an error).
@@ -50,7 +54,7 @@ while [ $# -gt 0 ]; do
     --scenarios) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '3,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -90,7 +94,8 @@ trap cleanup EXIT
 canary=mxcanary-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 export MX_CONF_UPSTREAM_TOKEN=$canary MX_CONF_BUILD=$build
 
-# plan SUITE: "scenario<TAB>revision" for every run of that suite version.
+# plan SUITE: "scenario<TAB>revision<TAB>front" for every run of that suite
+# version; the front is the era of the SDK client in front of mcplex.
 plan() {
     node "${cli[$1]}" list --client | sed -n 's/^  - \([^ ]*\) \[\(.*\)\]$/\1\t\2/p' |
         while IFS=$'\t' read -r sc revs; do
@@ -100,16 +105,22 @@ plan() {
                 continue
             fi
             tr ',' '\n' <<<"$revs" | while read -r rev; do
-                printf '%s\t%s\n' "$sc" "$rev"
+                # 2026-07-28 scenarios go through both client eras at /mcp
+                if [ "$rev" = 2026-07-28 ]; then
+                    printf '%s\t%s\t2026\n%s\t%s\t2025\n' "$sc" "$rev" "$sc" "$rev"
+                else
+                    printf '%s\t%s\t2025\n' "$sc" "$rev"
+                fi
             done
         done
 }
 
-# in_baseline SUITE SCENARIO REVISION: whether a baseline line excuses it.
+# in_baseline SUITE SCENARIO REVISION FRONT: whether a baseline line excuses it.
 in_baseline() {
-    awk -v s="$1" -v n="$2" -v r="$3" '
+    awk -v s="$1" -v n="$2" -v r="$3" -v f="$4" '
         /^[[:space:]]*(#|$)/ { next }
-        ($1 == s || $1 == "both") && $2 == n && ($3 == r || $3 == "all") { found = 1 }
+        ($1 == s || $1 == "both") && $2 == n && ($3 == r || $3 == "all") &&
+            ($4 == f || $4 == "all") { found = 1 }
         END { exit !found }' "$baseline"
 }
 
@@ -122,10 +133,10 @@ for suite in $suites; do
     if [ ! -s "$work/plan-$suite.tsv" ] && [ -z "$only" ]; then
         die "conformance $suite lists no client scenario to run"
     fi
-    while IFS=$'\t' read -r sc rev; do
-        dir=$work/$suite/${sc//\//_}-$rev
+    while IFS=$'\t' read -r sc rev front; do
+        dir=$work/$suite/${sc//\//_}-$rev-$front
         mkdir -p "$dir"
-        export MX_CONF_WORK=$dir/driver
+        export MX_CONF_WORK=$dir/driver MX_CONF_FRONT=$front
         mkdir -p "$MX_CONF_WORK"
         rc=0
         # The suite writes relative paths under its working directory.
@@ -150,27 +161,30 @@ for suite in $suites; do
                     "$dir/console.txt" | head -n 1)"
             fi
         fi
-        printf '%s\t%s\t%s\t%s\t%s\n' "$suite" "$sc" "$rev" "$verdict" "${notes# }" >>"$report"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$sc" "$rev" "$front" "$verdict" "${notes# }" \
+            >>"$report"
     done <"$work/plan-$suite.tsv"
 done
 
 unexpected=0
 stale=0
-printf '\n%-16s %-38s %-11s %-7s %s\n' suite scenario revision result 'failed or warned checks'
-while IFS=$'\t' read -r suite sc rev verdict notes; do
+printf '\n%-15s %-36s %-11s %-6s %-7s %s\n' suite scenario revision front result \
+    'failed or warned checks'
+while IFS=$'\t' read -r suite sc rev front verdict notes; do
     mark=
     if [ "$verdict" = fail ]; then
-        if in_baseline "$suite" "$sc" "$rev"; then
+        if in_baseline "$suite" "$sc" "$rev" "$front"; then
             mark=' baseline'
         else
             mark=' UNEXPECTED'
             unexpected=$((unexpected + 1))
         fi
-    elif in_baseline "$suite" "$sc" "$rev"; then
+    elif in_baseline "$suite" "$sc" "$rev" "$front"; then
         mark=' stale-baseline'
         stale=$((stale + 1))
     fi
-    printf '%-16s %-38s %-11s %-7s %s%s\n' "$suite" "$sc" "$rev" "$verdict" "$notes" "$mark"
+    printf '%-15s %-36s %-11s %-6s %-7s %s%s\n' "$suite" "$sc" "$rev" "$front" "$verdict" "$notes" \
+        "$mark"
 done <"$report"
 printf 'not run: %d auth/* scenario listings (OAuth client flows; mcplex sends a static credential)\n' \
     "$skipped_auth"
@@ -197,10 +211,10 @@ if grep -rlE 'ERROR: (Address|Leak)Sanitizer|runtime error:' --include=mcplex.lo
 fi
 
 printf 'conformance-client: %d runs, %d pass, %d fail\n' "$(wc -l <"$report")" \
-    "$(awk -F'\t' '$4 == "pass"' "$report" | wc -l)" "$(awk -F'\t' '$4 == "fail"' "$report" | wc -l)"
+    "$(awk -F'\t' '$5 == "pass"' "$report" | wc -l)" "$(awk -F'\t' '$5 == "fail"' "$report" | wc -l)"
 [ "$stale" -eq 0 ] || printf 'conformance-client: %d baseline entr(y/ies) no longer needed; remove them\n' "$stale"
 if [ "$unexpected" -gt 0 ]; then
-    printf 'conformance-client: %d unexpected failure(s); details: %s/<suite>/<scenario>-<revision>/\n' \
+    printf 'conformance-client: %d unexpected failure(s); details: %s/<suite>/<scenario>-<revision>-<front>/\n' \
         "$unexpected" "$work"
     keep=1
     exit 1

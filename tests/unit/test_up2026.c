@@ -4,14 +4,18 @@
  * the headers the revision requires (and the base64 form of names HTTP
  * cannot carry), what server/discover answers say about the revision, the
  * initialize-like result made from a discover result, the listen request
- * for the lists an upstream announces, and the answers that say the
- * revision is wrong or that input is required.
+ * for the lists an upstream announces, the answers that say the revision
+ * is wrong or that input is required, and the Mcp-Param-* headers of tools
+ * whose arguments are annotated with x-mcp-header (and the tools whose
+ * annotations are invalid, which are left out).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -121,7 +125,7 @@ static void check_headers(const char *msg_text, const char *method, const char *
     json_t *msg = parse(msg_text);
     struct mx_upreq_hdrs h;
     mx_upreq_hdrs_init(&h);
-    assert_int_equal(mx_up26_headers(msg, &h), 0);
+    assert_int_equal(mx_up26_headers(msg, NULL, &h), 0);
     assert_string_equal(header(&h, "MCP-Protocol-Version"), "2026-07-28");
     assert_string_equal(header(&h, "Mcp-Method"), method);
     if (name)
@@ -272,20 +276,205 @@ static void test_discover(void **state)
         "2026-07-28");
     struct mx_upreq_hdrs h;
     mx_upreq_hdrs_init(&h);
-    assert_int_equal(mx_up26_headers(m, &h), 0);
+    assert_int_equal(mx_up26_headers(m, NULL, &h), 0);
     assert_string_equal(header(&h, "Mcp-Method"), "server/discover");
     mx_upreq_hdrs_clear(&h);
     json_decref(m);
     json_decref(id);
 }
 
+/* The Mcp-Param-* headers of one tools/call of a tool with |schema|
+ * (inputSchema), with |args|; checked against |want|: "Name=value" pairs,
+ * NULL-terminated, and no other Mcp-Param-* line. */
+static void check_params(const char *schema, const char *args, const char *const *want)
+{
+    char tool[2048];
+    snprintf(tool, sizeof(tool), "{\"name\":\"t\",\"inputSchema\":%s}", schema);
+    json_t *t = parse(tool);
+    json_t *map = mx_up26_param_map(t);
+    assert_non_null(map);
+    char msg_text[2048];
+    snprintf(msg_text, sizeof(msg_text),
+             "{\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"arguments\":%s}}", args);
+    json_t *msg = parse(msg_text);
+    struct mx_upreq_hdrs h;
+    mx_upreq_hdrs_init(&h);
+    assert_int_equal(mx_up26_headers(msg, map, &h), 0);
+    size_t n = 0;
+    for (size_t i = 0; i < h.cnt; i++) {
+        if (strncmp(h.lines[i], "Mcp-Param-", 10) == 0)
+            n++;
+    }
+    size_t k = 0;
+    for (; want[k]; k++) {
+        const char *eq = strchr(want[k], '=');
+        char name[80];
+        snprintf(name, sizeof(name), "Mcp-Param-%.*s", (int)(eq - want[k]), want[k]);
+        if (eq[1] == '\0') {
+            /* an empty value goes as "Name;", libcurl's empty header */
+            char line[96];
+            snprintf(line, sizeof(line), "%s;", name);
+            bool found = false;
+            for (size_t i = 0; i < h.cnt; i++)
+                found = found || strcmp(h.lines[i], line) == 0;
+            assert_true(found);
+        } else {
+            const char *v = header(&h, name);
+            assert_non_null(v);
+            assert_string_equal(v, eq + 1);
+        }
+    }
+    assert_int_equal(n, k);
+    mx_upreq_hdrs_clear(&h);
+    json_decref(msg);
+    json_decref(map);
+    json_decref(t);
+}
+
+static void test_param_headers(void **state)
+{
+    (void)state;
+    const char *schema = "{\"type\":\"object\",\"properties\":{"
+                         "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+                         "\"priority\":{\"type\":\"integer\",\"x-mcp-header\":\"Priority\"},"
+                         "\"verbose\":{\"type\":\"boolean\",\"x-mcp-header\":\"Verbose\"},"
+                         "\"debug\":{\"type\":\"boolean\",\"x-mcp-header\":\"Debug\"},"
+                         "\"empty\":{\"type\":\"string\",\"x-mcp-header\":\"EmptyVal\"},"
+                         "\"m\":{\"type\":\"string\",\"x-mcp-header\":\"Method\"},"
+                         "\"na\":{\"type\":\"string\",\"x-mcp-header\":\"NonAscii\"},"
+                         "\"ws\":{\"type\":\"string\",\"x-mcp-header\":\"Whitespace\"},"
+                         "\"inner\":{\"type\":\"string\",\"x-mcp-header\":\"InternalSpace\"},"
+                         "\"crlf\":{\"type\":\"string\",\"x-mcp-header\":\"CrLf\"},"
+                         "\"tab\":{\"type\":\"string\",\"x-mcp-header\":\"Tab\"},"
+                         "\"f\":{\"type\":\"number\"},\"q\":{\"type\":\"string\"}}}";
+    const char *const all[] = {"Region=us-west1",
+                               "Priority=42",
+                               "Verbose=false",
+                               "Debug=true",
+                               "EmptyVal=",
+                               "Method=test-method",
+                               "NonAscii==?base64?SGVsbG8sIOS4lueVjA==?=",
+                               "Whitespace==?base64?IHBhZGRlZCA=?=",
+                               "InternalSpace=us west 1",
+                               "CrLf==?base64?bGluZTENCmxpbmUy?=",
+                               "Tab==?base64?CWluZGVudGVk?=",
+                               NULL};
+    check_params(schema,
+                 "{\"region\":\"us-west1\",\"priority\":42,\"verbose\":false,\"debug\":true,"
+                 "\"empty\":\"\",\"m\":\"test-method\",\"na\":\"Hello, \\u4e16\\u754c\","
+                 "\"ws\":\" padded \",\"inner\":\"us west 1\",\"crlf\":\"line1\\r\\nline2\","
+                 "\"tab\":\"\\tindented\",\"f\":3.14,\"q\":\"SELECT 1\"}",
+                 all);
+    /* null and absent arguments get no header; nor does an object */
+    const char *const some[] = {"Region=us-east1", "Priority=1", NULL};
+    check_params(schema, "{\"region\":\"us-east1\",\"priority\":1,\"verbose\":null,\"m\":{}}",
+                 some);
+    /* a value over the cap is refused, not cut */
+    json_t *t = parse("{\"name\":\"t\",\"inputSchema\":{\"properties\":{\"a\":{\"type\":"
+                      "\"string\",\"x-mcp-header\":\"A\"}}}}");
+    json_t *map = mx_up26_param_map(t);
+    json_t *msg = json_pack("{s:s, s:{s:s, s:{s:o}}}", "method", "tools/call", "params", "name",
+                            "t", "arguments", "a", json_string(""));
+    char *big = calloc(1, 8194);
+    memset(big, 'x', 8192);
+    json_object_set_new(json_object_get(json_object_get(msg, "params"), "arguments"), "a",
+                        json_string(big));
+    struct mx_upreq_hdrs h;
+    mx_upreq_hdrs_init(&h);
+    assert_int_equal(mx_up26_headers(msg, map, &h), 0);
+    mx_upreq_hdrs_clear(&h);
+    big[8192] = 'x';
+    json_object_set_new(json_object_get(json_object_get(msg, "params"), "arguments"), "a",
+                        json_string(big));
+    mx_upreq_hdrs_init(&h);
+    assert_int_equal(mx_up26_headers(msg, map, &h), MX_ELIMIT);
+    mx_upreq_hdrs_clear(&h);
+    free(big);
+    json_decref(msg);
+    json_decref(map);
+    json_decref(t);
+}
+
+static void test_param_map_invalid(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"\"}}",
+        "{\"v\":{\"type\":\"object\",\"x-mcp-header\":\"Data\"}}",
+        "{\"v\":{\"type\":\"array\",\"x-mcp-header\":\"Items\"}}",
+        "{\"v\":{\"type\":\"null\",\"x-mcp-header\":\"Nil\"}}",
+        "{\"v\":{\"type\":\"number\",\"x-mcp-header\":\"Score\"}}",
+        "{\"v\":{\"x-mcp-header\":\"NoType\"}}",
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":7}}",
+        "{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+        "\"b\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"}}",
+        "{\"a\":{\"type\":\"string\",\"x-mcp-header\":\"MyField\"},"
+        "\"b\":{\"type\":\"string\",\"x-mcp-header\":\"myfield\"}}",
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"My Region\"}}",
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"Region:Primary\"}}",
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"R\\u00e9gion\"}}",
+        "{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"Region\\t1\"}}",
+        NULL,
+    };
+    for (size_t i = 0; bad[i]; i++) {
+        char tool[512];
+        snprintf(tool, sizeof(tool), "{\"name\":\"t\",\"inputSchema\":{\"properties\":%s}}",
+                 bad[i]);
+        json_t *t = parse(tool);
+        json_t *map = mx_up26_param_map(t);
+        if (map)
+            fail_msg("accepted: %s", bad[i]);
+        json_decref(t);
+    }
+    /* no annotations: an empty map, the tool stays */
+    json_t *t = parse("{\"name\":\"t\",\"inputSchema\":{\"properties\":{\"v\":{}}}}");
+    json_t *map = mx_up26_param_map(t);
+    assert_non_null(map);
+    assert_int_equal(json_object_size(map), 0);
+    json_decref(map);
+    json_decref(t);
+}
+
+static void test_tools_seen(void **state)
+{
+    (void)state;
+    json_t *r = parse("{\"tools\":[{\"name\":\"ok\",\"inputSchema\":{\"properties\":{\"r\":{"
+                      "\"type\":\"string\",\"x-mcp-header\":\"Region\"}}}},"
+                      "{\"name\":\"bad\",\"inputSchema\":{\"properties\":{\"r\":{"
+                      "\"type\":\"number\",\"x-mcp-header\":\"Score\"}}}},"
+                      "{\"name\":\"plain\",\"inputSchema\":{\"type\":\"object\"}}],"
+                      "\"nextCursor\":\"c\"}");
+    json_t *maps = parse("{\"plain\":{\"x\":\"Old\"}}");
+    json_t *dropped = json_array();
+    json_t *out = mx_up26_tools_seen(r, maps, dropped);
+    json_t *tools = json_object_get(out, "tools");
+    assert_int_equal(json_array_size(tools), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")), "ok");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 1), "name")),
+                        "plain");
+    assert_string_equal(json_string_value(json_object_get(out, "nextCursor")), "c");
+    assert_int_equal(json_array_size(dropped), 1);
+    assert_string_equal(json_string_value(json_array_get(dropped, 0)), "bad");
+    assert_int_equal(json_object_size(maps), 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(maps, "ok"), "r")),
+                        "Region");
+    /* the upstream's result is left as it was */
+    assert_int_equal(json_array_size(json_object_get(r, "tools")), 3);
+    json_decref(out);
+    json_decref(dropped);
+    json_decref(maps);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_meta), cmocka_unit_test(test_headers),
-        cmocka_unit_test(test_verdict),      cmocka_unit_test(test_init_result),
-        cmocka_unit_test(test_listen),       cmocka_unit_test(test_answers),
-        cmocka_unit_test(test_discover),     cmocka_unit_test(test_client_caps),
+        cmocka_unit_test(test_request_meta),  cmocka_unit_test(test_headers),
+        cmocka_unit_test(test_verdict),       cmocka_unit_test(test_init_result),
+        cmocka_unit_test(test_listen),        cmocka_unit_test(test_answers),
+        cmocka_unit_test(test_discover),      cmocka_unit_test(test_client_caps),
+        cmocka_unit_test(test_param_headers), cmocka_unit_test(test_param_map_invalid),
+        cmocka_unit_test(test_tools_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
