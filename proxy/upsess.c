@@ -44,6 +44,9 @@
 #define GET_MAX_FAILURES   3
 #define MRTR_MAX_ROUNDS    16      /* input_required results for one request */
 #define MRTR_WAIT_MS       300000L /* for the answers of one round, without a request timeout */
+#define RESUME_MAX         16      /* reconnections of one request's stream */
+#define RESUME_DEFAULT_MS  1000L   /* before one, when the server gave no retry field */
+#define RESUME_MAX_MS      30000L  /* the longest retry field followed */
 
 /* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
@@ -64,6 +67,7 @@ enum op_kind {
     OP_GET = 4,
     OP_DISCOVER = 5, /* server/discover: which revision the upstream speaks */
     OP_LISTEN = 6,   /* 2026-07-28 subscriptions/listen: list changes */
+    OP_RESUME = 7,   /* GET with Last-Event-ID: a request's stream, resumed */
 };
 
 struct op {
@@ -72,7 +76,7 @@ struct op {
     struct op *prev;
     struct op *next;
     struct mx_upcall *call;
-    struct mx_uprpc *rpc; /* OP_RPC */
+    struct mx_uprpc *rpc; /* OP_RPC, OP_RESUME */
     json_t *id;           /* the id whose answer ends it (OP_RPC, OP_INIT); owned */
     uint64_t key;         /* session key when sent */
     bool sent_sid;
@@ -83,7 +87,8 @@ struct op {
     bool paused;
     bool dead; /* no more callbacks; freed once in_cb is 0 */
     int in_cb;
-    char *sid; /* Mcp-Session-Id of the answer */
+    long retry_ms; /* the stream's last SSE retry field, or -1 */
+    char *sid;     /* Mcp-Session-Id of the answer */
     struct mx_sse_decoder sse;
     struct mx_buf body;
 };
@@ -112,6 +117,13 @@ struct mx_uprpc {
     json_t *mrtr_state;   /* requestState to echo, or NULL */
     json_t *mrtr_error;   /* an error answer to a question: ends the request */
     ev_timer mrtr_timer;
+    /* MCP 2025-11-25, Streamable HTTP, Resumability: a stream that ends
+     * before the answer is reconnected with GET and Last-Event-ID */
+    bool resuming;    /* waiting to reconnect (not for the session) */
+    unsigned resumes; /* reconnections so far */
+    char *resume_id;  /* the last event id seen on its streams */
+    long resume_ms;   /* the reconnection time the server asked for, or -1 */
+    ev_timer resume_timer;
 };
 
 struct mx_upsess {
@@ -300,7 +312,8 @@ static const struct mx_upcall_cbs op_cbs = {{on_head, on_data, on_done}, on_wait
  * filling |fail| when it could not start.
  */
 static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const char *body,
-                               const json_t *m26, long timeout_ms, struct mx_upfail *fail)
+                               const json_t *m26, const char *last_event_id, long timeout_ms,
+                               struct mx_upfail *fail)
 {
     struct mx_upreq_hdrs h;
     const struct mx_server_cfg *cfg = s->env->up->cfg;
@@ -317,6 +330,8 @@ static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const cha
     }
     if (with_session)
         mx_upreq_hdrs_add(&h, "Mcp-Session-Id", mx_str_cstr(s->sid));
+    if (last_event_id)
+        mx_upreq_hdrs_add(&h, "Last-Event-ID", mx_str_cstr(last_event_id));
     /* MCP 2025-06-18, Transports: the negotiated version on every request
      * after initialize; 2025-03-26 servers predate the header. MCP
      * 2026-07-28: the version, method and name of each request. */
@@ -339,6 +354,7 @@ static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const cha
     op->kind = kind;
     op->key = s->key;
     op->sent_sid = with_session;
+    op->retry_ms = -1;
     mx_sse_decoder_init(&op->sse, SSE_EVENT_CAP, on_sse_event, op);
     mx_buf_init(&op->body, JSON_BODY_CAP);
 
@@ -380,7 +396,7 @@ static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const cha
 static struct op *op_start(struct mx_upsess *s, enum op_kind kind, const char *body,
                            long timeout_ms, struct mx_upfail *fail)
 {
-    return op_start_msg(s, kind, body, NULL, timeout_ms, fail);
+    return op_start_msg(s, kind, body, NULL, NULL, timeout_ms, fail);
 }
 
 /* Start |msg| (a 2026-07-28 request, shaped) as |kind|; its id ends it. */
@@ -388,7 +404,7 @@ static struct op *op_start26(struct mx_upsess *s, enum op_kind kind, json_t *msg
                              struct mx_upfail *fail)
 {
     char *body = mx_rpc_dump(msg);
-    struct op *op = op_start_msg(s, kind, body, msg, timeout_ms, fail);
+    struct op *op = op_start_msg(s, kind, body, msg, NULL, timeout_ms, fail);
     free(body);
     if (op)
         op->id = json_incref(json_object_get(msg, "id"));
@@ -412,6 +428,8 @@ static void rpc_unlink(struct mx_uprpc *r)
 static void rpc_free(struct mx_uprpc *r)
 {
     ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
+    ev_timer_stop(r->s->env->loop, &r->resume_timer);
+    free(r->resume_id);
     json_decref(r->mrtr_ask);
     json_decref(r->mrtr_answers);
     json_decref(r->mrtr_state);
@@ -429,6 +447,7 @@ static void rpc_drop(struct mx_uprpc *r)
         op_kill(r->op);
     rpc_unlink(r);
     ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
+    ev_timer_stop(r->s->env->loop, &r->resume_timer);
     if (r->in_ask)
         r->cancelled = true;
     else
@@ -444,8 +463,9 @@ static void rpc_finish(struct mx_uprpc *r, json_t *resp, const struct mx_upfail 
         op->rpc = NULL;
         r->op = NULL;
         /* the transfer may still be running (an SSE stream after its answer):
-         * let it end by itself so the connection stays reusable */
-        if (op->answered == false)
+         * let it end by itself so the connection stays reusable; a resumed
+         * stream is a GET that may go on with other messages: close it */
+        if (op->answered == false || op->kind == OP_RESUME)
             op_kill(op);
     }
     rpc_unlink(r);
@@ -459,7 +479,7 @@ static void rpc_finish(struct mx_uprpc *r, json_t *resp, const struct mx_upfail 
 static struct mx_uprpc *first_waiting(struct mx_upsess *s, uint64_t max_seq)
 {
     for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && !r->mrtr_wait && r->seq <= max_seq)
+        if (r->op == NULL && !r->mrtr_wait && !r->resuming && r->seq <= max_seq)
             return r;
     }
     return NULL;
@@ -956,6 +976,27 @@ static json_t *tools_seen(struct mx_upsess *s, struct mx_uprpc *r, json_t *msg)
     return out;
 }
 
+/*
+ * The one request in flight on |s|, or NULL when there are none or several.
+ * MCP 2025-11-25, Streamable HTTP: a server SHOULD send what belongs to a
+ * request on that request's stream, but SDK servers asking "from the
+ * server" (not from the handler) put their sampling or elicitation on the
+ * GET stream; while one request runs, that is what they belong to.
+ */
+static struct mx_uprpc *sole_rpc(struct mx_upsess *s)
+{
+    struct mx_uprpc *only = NULL;
+    for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
+        bool running = r->resuming || r->mrtr_wait || (r->op && !r->op->answered);
+        if (!running)
+            continue;
+        if (only || r->op == NULL || r->cbs.on_message == NULL)
+            return NULL;
+        only = r;
+    }
+    return only;
+}
+
 /* One JSON-RPC message from the upstream on |op|'s stream. */
 static void handle_msg(struct op *op, json_t *msg)
 {
@@ -992,12 +1033,20 @@ static void handle_msg(struct op *op, json_t *msg)
             return;
         s->listen_failures = 0;
     }
-    if (op->kind == OP_RPC && op->rpc) {
+    if ((op->kind == OP_RPC || op->kind == OP_RESUME) && op->rpc) {
         struct mx_uprpc *r = op->rpc;
         int rc = r->cbs.on_message ? r->cbs.on_message(r, op->key, msg, r->data) : 0;
         if (!op->dead && rc == MX_EAGAIN)
             op->paused = true;
         return;
+    }
+    if (op->kind == OP_GET && mx_rpc_classify(msg) == MX_RPC_REQUEST &&
+        relayable(json_string_value(json_object_get(msg, "method")))) {
+        struct mx_uprpc *r = sole_rpc(s);
+        if (r) {
+            (void)r->cbs.on_message(r, op->key, msg, r->data);
+            return;
+        }
     }
     if (s->state != US_CLOSED && s->cbs.on_message)
         s->cbs.on_message(s, op->key, msg, s->data);
@@ -1019,6 +1068,8 @@ static void handle_text(struct op *op, struct mx_str text)
 static int on_sse_event(const struct mx_sse_event *ev, void *data)
 {
     struct op *op = data;
+    if (ev->retry_ms >= 0)
+        op->retry_ms = ev->retry_ms;
     if (ev->event.len && !mx_str_eq(ev->event, MX_STR_LIT("message")))
         return 0;
     if (mx_str_trim(ev->data).len == 0)
@@ -1109,6 +1160,7 @@ static void op_failed(struct op *op, const struct mx_upfail *fail)
         mx_log_debug(SUBSYS, "up:%s subscriptions/listen ended: %s", name(s), fail->message);
         break;
     case OP_RPC:
+    case OP_RESUME:
         if (op->rpc)
             rpc_finish(op->rpc, NULL, fail);
         break;
@@ -1151,6 +1203,66 @@ static void op_expired(struct op *op)
     }
 }
 
+/* MCP 2025-11-25, Streamable HTTP, Resumability and Redelivery: a 2025
+ * session's stream that ended (closed, or broken) before the answer, after
+ * an event with an id, is not a cancel: the request may have run, so it is
+ * not sent again; its stream is reconnected with GET and Last-Event-ID once
+ * the server's retry time has passed. Returns true when that is under way. */
+static bool resume_later(struct op *op, int err)
+{
+    struct mx_upsess *s = op->s;
+    struct mx_uprpc *r = op->rpc;
+    struct mx_str id = mx_buf_str(&op->sse.id);
+    if (s->modern || r == NULL || op->answered || !op->is_sse || !is_2xx(op->status) ||
+        (op->kind != OP_RPC && op->kind != OP_RESUME) || err == MX_ETIMEDOUT ||
+        r->resumes >= RESUME_MAX || s->state != US_READY || op->key != s->key ||
+        (id.len == 0 && r->resume_id == NULL))
+        return false;
+    if (id.len) {
+        free(r->resume_id);
+        r->resume_id = mx_xstrndup(id.p, id.len);
+    }
+    /* a retry field sets the reconnection time until another one comes */
+    long retry = op->retry_ms >= 0 ? op->retry_ms : op->sse.retry_ms;
+    if (retry >= 0)
+        r->resume_ms = retry < RESUME_MAX_MS ? retry : RESUME_MAX_MS;
+    op->rpc = NULL;
+    r->op = NULL;
+    r->resuming = true;
+    long wait = r->resume_ms >= 0 ? r->resume_ms : RESUME_DEFAULT_MS;
+    mx_log_debug(SUBSYS, "up:%s a request's stream ended before its answer; resuming in %ld ms",
+                 name(s), wait);
+    ev_timer_set(&r->resume_timer, (double)wait / 1000.0, 0.0);
+    ev_timer_start(s->env->loop, &r->resume_timer);
+    return true;
+}
+
+static void resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_uprpc *r = mx_container_of(w, struct mx_uprpc, resume_timer);
+    struct mx_upsess *s = r->s;
+    struct mx_upfail fail;
+    (void)loop;
+    (void)revents;
+    r->resuming = false;
+    if (s->state != US_READY) {
+        mx_upfail_proto(s->env->up->cfg, "its session ended while a request's stream was resumed",
+                        &fail);
+        fail.code = MX_RPC_OUTCOME_UNKNOWN;
+        rpc_finish(r, NULL, &fail);
+        return;
+    }
+    struct op *op = op_start_msg(s, OP_RESUME, NULL, NULL, r->resume_id, r->timeout_ms, &fail);
+    if (op == NULL) {
+        rpc_finish(r, NULL, &fail);
+        return;
+    }
+    r->resumes++;
+    op->id = json_incref(json_object_get(r->msg, "id"));
+    op->rpc = r;
+    r->op = op;
+}
+
 static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data)
 {
     struct op *op = data;
@@ -1161,11 +1273,21 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     if (op->dead)
         return;
     op_enter(op);
+    if (resume_later(op, err))
+        goto out;
     if (err) {
         if (!op->answered) {
             mx_upfail_transport(s->env->up->cfg, err, info, &fail);
             op_failed(op, &fail);
         }
+        goto out;
+    }
+    if (op->kind == OP_RESUME && !is_2xx(op->status)) {
+        /* the request went out before: whatever the session says now, its
+         * outcome is unknown, and it is not sent again */
+        mx_upfail_status(s->env->up->cfg, op->status, &fail);
+        fail.code = MX_RPC_OUTCOME_UNKNOWN;
+        op_failed(op, &fail);
         goto out;
     }
     if (op->kind == OP_GET && op->status == 405) {
@@ -1212,7 +1334,8 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
             goto out;
         if (op->kind == OP_INITIALIZED) {
             session_ready(s);
-        } else if (op->kind == OP_RPC || op->kind == OP_INIT || op->kind == OP_DISCOVER) {
+        } else if (op->kind == OP_RPC || op->kind == OP_RESUME || op->kind == OP_INIT ||
+                   op->kind == OP_DISCOVER) {
             mx_upfail_proto(s->env->up->cfg,
                             op->is_sse ? "its stream ended before the answer"
                                        : "it answered a request without a response",
@@ -1340,7 +1463,7 @@ void mx_upsess_env_clear(struct mx_upsess_env *env)
 static bool has_waiting(const struct mx_upsess *s)
 {
     for (const struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && !r->mrtr_wait)
+        if (r->op == NULL && !r->mrtr_wait && !r->resuming)
             return true;
     }
     return false;
@@ -1454,6 +1577,8 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
     r->data = data;
     r->seq = ++s->seq;
     ev_init(&r->mrtr_timer, mrtr_timeout);
+    ev_init(&r->resume_timer, resume_cb);
+    r->resume_ms = -1;
     /* at the tail: waiting requests go out in the order they came */
     struct mx_uprpc **pp = &s->rpcs;
     struct mx_uprpc *last = NULL;
