@@ -1012,18 +1012,17 @@ static void handle_msg(struct op *op, json_t *msg)
         } else if (op->rpc && !mrtr_begin(op, msg)) {
             struct mx_uprpc *r = op->rpc;
             json_t *seen = s->modern ? tools_seen(s, r, msg) : NULL;
-            if (seen) {
-                rpc_finish(r, seen, NULL);
-                json_decref(seen);
-            } else if (r->round == 0) {
-                rpc_finish(r, msg, NULL);
+            json_t *ans = seen ? seen : msg;
+            if (r->round == 0) {
+                rpc_finish(r, ans, NULL);
             } else {
                 /* the caller's id, not the one of the last round */
-                json_t *copy = json_copy(msg);
+                json_t *copy = json_copy(ans);
                 json_object_set(copy, "id", json_object_get(r->msg, "id"));
                 rpc_finish(r, copy, NULL);
                 json_decref(copy);
             }
+            json_decref(seen);
         }
         return;
     }

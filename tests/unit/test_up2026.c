@@ -160,41 +160,51 @@ static void test_headers(void **state)
 static void test_verdict(void **state)
 {
     (void)state;
-    json_t *a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"supportedVersions\":"
-                      "[\"2026-07-28\"],\"capabilities\":{}}}");
-    assert_int_equal(mx_up26_verdict(200, a), MX_UP26_MODERN);
-    json_decref(a);
-    /* a server that knows discover but not our version */
-    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"supportedVersions\":[\"2027-01-01\"]}}");
-    assert_int_equal(mx_up26_verdict(200, a), MX_UP26_LEGACY);
-    json_decref(a);
-    /* 2025 servers: method not found in a 200, or a session error */
-    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32601,\"message\":\"nope\"}}");
-    assert_int_equal(mx_up26_verdict(200, a), MX_UP26_LEGACY);
-    assert_int_equal(mx_up26_verdict(404, a), MX_UP26_LEGACY);
-    json_decref(a);
-    a = parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,"
-              "\"message\":\"Bad Request: Server not initialized\"}}");
-    assert_int_equal(mx_up26_verdict(400, a), MX_UP26_LEGACY);
-    json_decref(a);
-    assert_int_equal(mx_up26_verdict(400, NULL), MX_UP26_LEGACY);
-    assert_int_equal(mx_up26_verdict(405, NULL), MX_UP26_LEGACY);
-    /* -32022 that lists our version: ask again; one that does not: 2025 */
-    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\","
-              "\"data\":{\"supported\":[\"2026-07-28\"],\"requested\":\"2026-07-28\"}}}");
-    assert_int_equal(mx_up26_verdict(400, a), MX_UP26_RETRY);
-    assert_int_equal(mx_up26_verdict(200, a), MX_UP26_RETRY);
-    json_decref(a);
-    a = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\","
-              "\"data\":{\"supported\":[\"2025-11-25\"]}}}");
-    assert_int_equal(mx_up26_verdict(400, a), MX_UP26_LEGACY);
-    json_decref(a);
-    /* no evidence: credential refused, a paused or broken upstream */
-    assert_int_equal(mx_up26_verdict(401, NULL), MX_UP26_UNKNOWN);
-    assert_int_equal(mx_up26_verdict(403, NULL), MX_UP26_UNKNOWN);
-    assert_int_equal(mx_up26_verdict(502, NULL), MX_UP26_UNKNOWN);
-    assert_int_equal(mx_up26_verdict(503, NULL), MX_UP26_UNKNOWN);
-    assert_int_equal(mx_up26_verdict(200, NULL), MX_UP26_UNKNOWN);
+    static const struct {
+        long status;
+        const char *answer; /* NULL: none */
+        enum mx_up26_verdict want;
+    } cases[] = {
+        {200, "{\"id\":1,\"result\":{\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{}}}",
+         MX_UP26_MODERN},
+        /* a server that knows discover but not our version */
+        {200, "{\"id\":1,\"result\":{\"supportedVersions\":[\"2027-01-01\"]}}", MX_UP26_LEGACY},
+        /* 2025 servers: method not found in a 200, or a session error */
+        {200, "{\"id\":1,\"error\":{\"code\":-32601,\"message\":\"nope\"}}", MX_UP26_LEGACY},
+        {404, "{\"id\":1,\"error\":{\"code\":-32601,\"message\":\"nope\"}}", MX_UP26_LEGACY},
+        {400,
+         "{\"id\":null,\"error\":{\"code\":-32000,\"message\":\"Bad Request: Server not "
+         "initialized\"}}",
+         MX_UP26_LEGACY},
+        {400, NULL, MX_UP26_LEGACY},
+        {405, NULL, MX_UP26_LEGACY},
+        /* -32022 that lists our version: ask again; one that does not: 2025 */
+        {400,
+         "{\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\",\"data\":{\"supported\":"
+         "[\"2026-07-28\"],\"requested\":\"2026-07-28\"}}}",
+         MX_UP26_RETRY},
+        {200,
+         "{\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\",\"data\":{\"supported\":"
+         "[\"2026-07-28\"]}}}",
+         MX_UP26_RETRY},
+        {400,
+         "{\"id\":1,\"error\":{\"code\":-32022,\"message\":\"no\",\"data\":{\"supported\":"
+         "[\"2025-11-25\"]}}}",
+         MX_UP26_LEGACY},
+        /* no evidence: credential refused, a paused or broken upstream */
+        {401, NULL, MX_UP26_UNKNOWN},
+        {403, NULL, MX_UP26_UNKNOWN},
+        {502, NULL, MX_UP26_UNKNOWN},
+        {503, NULL, MX_UP26_UNKNOWN},
+        {200, NULL, MX_UP26_UNKNOWN},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *a = cases[i].answer ? parse(cases[i].answer) : NULL;
+        if (mx_up26_verdict(cases[i].status, a) != cases[i].want)
+            fail_msg("case %zu (HTTP %ld): verdict %d, want %d", i, cases[i].status,
+                     (int)mx_up26_verdict(cases[i].status, a), (int)cases[i].want);
+        json_decref(a);
+    }
 }
 
 static void test_init_result(void **state)
