@@ -46,6 +46,9 @@ static void test_upreq_headers(void **state)
     assert_int_equal(mx_upreq_hdrs_add(&h, "X", MX_STR_LIT("a\r\nEvil: 1")), MX_EINVAL);
     assert_int_equal(mx_upreq_hdrs_add(&h, "X", mx_str_make("a\0b", 3)), MX_EINVAL);
     assert_int_equal(h.cnt, 1);
+    /* libcurl's form of an empty header ("X:" would remove one) */
+    assert_int_equal(mx_upreq_hdrs_add(&h, "Mcp-Param-Empty", MX_STR_LIT("")), 0);
+    assert_string_equal(h.lines[1], "Mcp-Param-Empty;");
     /* at the cap and one past it */
     while (h.cnt < MX_UPREQ_MAX_HEADERS - 1)
         assert_int_equal(mx_upreq_hdrs_add(&h, "X-N", MX_STR_LIT("1")), 0);
