@@ -9,8 +9,8 @@
 // MCP_CONFORMANCE_PROTOCOL_VERSION. This starts build/mcplex serve (plain HTTP
 // on 127.0.0.1:0, --port-file) with <server-url> as its only upstream and a
 // bearer credential from the secret reference env:MX_CONF_UPSTREAM_TOKEN,
-// connects an SDK client to mcplex's /mcp (the TypeScript SDK 1.32.2 for a
-// 2025 revision, the SDK v2 client 2.4.0 pinned to 2026-07-28 for that one),
+// connects an SDK client to mcplex's /mcp (the TypeScript SDK 1.32.2, or the
+// SDK v2 client 2.4.0 pinned to 2026-07-28; see MX_CONF_FRONT),
 // does what the scenario asks of a client (lists, calls, answers elicitations
 // with the schema's defaults), checks the answers, stops mcplex by its PID and
 // exits 0 when everything went through, 1 when something did not, 2 on a
@@ -153,21 +153,28 @@ async function stopMcplex() {
     return { code: null, sig: 'SIGKILL', late: true };
 }
 
-// The SDK client of the scenario's era, behind one small interface.
-async function connect(url, onElicit) {
+// The SDK modules of the front's era; loaded while mcplex starts.
+function loadSdk() {
+    const load = (p) => import(new URL(p, sdkDir));
     if (!modern) {
-        const { Client } = await import(new URL('sdk/dist/esm/client/index.js', sdkDir));
-        const { StreamableHTTPClientTransport } =
-            await import(new URL('sdk/dist/esm/client/streamableHttp.js', sdkDir));
-        const { ElicitRequestSchema } = await import(new URL('sdk/dist/esm/types.js', sdkDir));
+        return Promise.all([load('sdk/dist/esm/client/index.js'),
+            load('sdk/dist/esm/client/streamableHttp.js'), load('sdk/dist/esm/types.js')])
+            .then(([a, b, c]) => ({ ...a, ...b, ...c }));
+    }
+    return load('client/dist/index.mjs');
+}
+
+// The SDK client of the front's era, behind one small interface.
+async function connect(sdk, url, onElicit) {
+    if (!modern) {
+        const { Client, StreamableHTTPClientTransport, ElicitRequestSchema } = sdk;
         const client = new Client({ name: 'mcplex-conformance-driver', version: '1.0.0' },
             { capabilities: { elicitation: {} } });
         client.setRequestHandler(ElicitRequestSchema, (req) => onElicit(req.params));
         await client.connect(new StreamableHTTPClientTransport(new URL(url)));
         return client;
     }
-    const { Client, StreamableHTTPClientTransport } =
-        await import(new URL('client/dist/index.mjs', sdkDir));
+    const { Client, StreamableHTTPClientTransport } = sdk;
     const client = new Client({ name: 'mcplex-conformance-driver', version: '1.0.0' },
         { capabilities: { elicitation: {} }, versionNegotiation: { mode: { pin: '2026-07-28' } } });
     client.setRequestHandler('elicitation/create', (req) => onElicit(req.params));
@@ -318,6 +325,8 @@ async function main() {
         console.error(`client-driver: no plan for scenario '${scenario}'`);
         return EXIT_SETUP;
     }
+    const sdk = loadSdk();
+    sdk.catch(() => {});
     let url;
     try {
         url = await startMcplex();
@@ -337,7 +346,7 @@ async function main() {
     };
     let client = null;
     try {
-        client = await connect(url, onElicit);
+        client = await connect(await sdk, url, onElicit);
         out.server = client.getServerVersion?.() ?? null;
         await plan(client, st);
     } catch (e) {

@@ -12,18 +12,18 @@
 # The driver starts build/mcplex with that URL as its only upstream (plain
 # HTTP on 127.0.0.1, a bearer credential from env:MX_CONF_UPSTREAM_TOKEN,
 # set here to a random canary) and pushes what the scenario needs through it
-# with an SDK client (the 2025 SDK for 2025 revisions, the v2 client pinned to
-# 2026-07-28 for that one). The mock server then judges what mcplex sent it.
+# with an SDK client. The mock server then judges what mcplex sent it.
 #
 # The auth/* scenarios test OAuth flows (discovery, dynamic registration,
 # token exchange, step-up); mcplex sends a static credential from its vault
 # and runs no OAuth client, so they do not apply and are not run. Extension
 # scenarios (tasks, skills, client credentials) are not part of a revision.
 #
-# A 2026-07-28 run goes twice: with the 2026 client in front of mcplex and
-# with a 2025 one (mcplex then bridges the eras; what the 2026 SDK client
-# would do by itself, such as leaving out tools with invalid x-mcp-header
-# annotations, must then be mcplex's doing).
+# Each run goes twice: with the TypeScript SDK 1.32.2 client (2025-11-25) in
+# front of mcplex and with the SDK v2 client 2.4.0 pinned to 2026-07-28, so
+# that mcplex bridges the eras one way or the other (and what the 2026 SDK
+# client would do by itself, such as leaving out tools with invalid
+# x-mcp-header annotations, must be mcplex's doing with the 2025 one).
 #
 # Prints one row per suite version, scenario, revision and front: "pass"
 # when the suite's overall verdict is passed (no failed check, no warning,
@@ -107,13 +107,9 @@ plan() {
             if [ -n "$only" ] && ! printf ' %s ' $only | grep -q " $sc "; then
                 continue
             fi
+            # each through both client eras at /mcp
             tr ',' '\n' <<<"$revs" | while read -r rev; do
-                # 2026-07-28 scenarios go through both client eras at /mcp
-                if [ "$rev" = 2026-07-28 ]; then
-                    printf '%s\t%s\t2026\n%s\t%s\t2025\n' "$sc" "$rev" "$sc" "$rev"
-                else
-                    printf '%s\t%s\t2025\n' "$sc" "$rev"
-                fi
+                printf '%s\t%s\t2025\n%s\t%s\t2026\n' "$sc" "$rev" "$sc" "$rev"
             done
         done
 }
