@@ -4,8 +4,9 @@
  * prompt and resource names the official MCP conformance suite calls in
  * server mode, answered the way its scenario descriptions ask. Pure: a method
  * and its params in, a reply out. Tools that talk while they run (logging,
- * progress) or ask the client something (sampling, elicitation) come back as
- * a script for stream.c to play on the loop.
+ * progress) or, in the 2025 revisions, ask the client something (sampling,
+ * elicitation) come back as a script for stream.c to play on the loop; in
+ * 2026-07-28 the asking tools answer with input-required results instead.
  */
 #ifndef MX_SIM_CONF_H
 #define MX_SIM_CONF_H
