@@ -54,6 +54,7 @@ enum tool {
     T_IRR_ROUNDS,
     T_IRR_TAMPERED,
     T_IRR_CAPS,
+    T_HEADER_PARAM,
     T_CNT
 };
 
@@ -113,7 +114,16 @@ static const struct tool_def conf_tools[T_CNT] = {
                         "Refuses a requestState whose signature does not match.", NULL, MODERN},
     [T_IRR_CAPS] = {"test_input_required_result_capabilities",
                     "Asks only what the request's client capabilities allow.", NULL, MODERN},
+    [T_HEADER_PARAM] = {"test_header_param",
+                        "Echoes its region, which also travels in the Mcp-Param-Region header.",
+                        "region", MODERN},
 };
+
+/* The x-mcp-header of tool |t|'s argument (2026-07-28, SEP-2243), or NULL. */
+static const char *arg_header(int t)
+{
+    return t == T_HEADER_PARAM ? "Region" : NULL;
+}
 
 /* Resources; the bit of each in mx_sim_conf_sess.subs is its index. */
 enum res { R_TEXT = 0, R_BINARY, R_WATCHED, R_CNT };
@@ -199,8 +209,15 @@ static json_t *tool_schema(const struct tool_def *t)
         return schema_2020_12();
     if (t->arg == NULL)
         return json_pack("{s:s,s:{}}", "type", "object", "properties");
-    return json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
-                     "string", "required", t->arg);
+    json_t *s = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
+                          "string", "required", t->arg);
+    /* 2026-07-28, Streamable HTTP (SEP-2243): the client mirrors the
+     * argument into Mcp-Param-<header>, which the server checks. */
+    const char *header = arg_header((int)(t - conf_tools));
+    if (header)
+        json_object_set_new(json_object_get(json_object_get(s, "properties"), t->arg),
+                            "x-mcp-header", json_string(header));
+    return s;
 }
 
 /* Whether tool |t| exists in the revision of this request. */
@@ -825,6 +842,13 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
     case T_IRR_CAPS:
         irr_tool(ctx->conf, t, params, out);
         return;
+    case T_HEADER_PARAM: {
+        /* modern.c checked the header against |arg| before the call */
+        char *text = mx_xasprintf("Region: %.200s", arg);
+        complete_text(out, text);
+        free(text);
+        return;
+    }
     case T_CNT:
         break;
     }
@@ -1099,6 +1123,17 @@ static json_t *initialize(const struct mx_sim_mcp_ctx *ctx, json_t *params)
                      "prompts", "listChanged", 0, "resources", "subscribe", 1, "listChanged", 0,
                      "logging", "completions", "serverInfo", "name", ctx->name, "version",
                      MX_VERSION);
+}
+
+const char *mx_sim_conf_param_header(const char *tool, const char **arg)
+{
+    for (int t = 0; tool && t < T_CNT; t++) {
+        if (arg_header(t) && tool_in_era(t, true) && strcmp(tool, conf_tools[t].name) == 0) {
+            *arg = conf_tools[t].arg;
+            return arg_header(t);
+        }
+    }
+    return NULL;
 }
 
 json_t *mx_sim_conf_discover(void)

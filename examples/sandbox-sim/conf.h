@@ -63,6 +63,13 @@ bool mx_sim_conf_request(const struct mx_sim_mcp_ctx *ctx, const char *method, j
  */
 json_t *mx_sim_conf_answer(int tool, json_t *response);
 
+/*
+ * The x-mcp-header name of tool |tool|'s argument in 2026-07-28 (SEP-2243):
+ * the argument travels in the header Mcp-Param-<name> too. Sets |arg| to the
+ * argument's name. NULL for an unknown tool or one without such an argument.
+ */
+const char *mx_sim_conf_param_header(const char *tool, const char **arg);
+
 /* The server/discover result of the stateless revision (without the fields
  * every 2026-07-28 result gets; modern.c adds those). */
 json_t *mx_sim_conf_discover(void);
