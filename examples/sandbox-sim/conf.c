@@ -54,6 +54,7 @@ enum tool {
     T_IRR_ROUNDS,
     T_IRR_TAMPERED,
     T_IRR_CAPS,
+    T_HEADER_PARAM,
     T_CNT
 };
 
@@ -77,14 +78,13 @@ static const struct tool_def conf_tools[T_CNT] = {
     [T_ERROR] = {"test_error_handling", "Always fails with a tool error.", NULL, BOTH},
     [T_PROGRESS] = {"test_tool_with_progress", "Reports progress 0, 50 and 100 of 100.", NULL,
                     BOTH},
-    [T_SAMPLING] = {"test_sampling", "Asks the client's model to answer a prompt.", "prompt",
-                    LEGACY},
+    [T_SAMPLING] = {"test_sampling", "Asks the client's model to answer a prompt.", "prompt", BOTH},
     [T_ELICITATION] = {"test_elicitation", "Asks the user for a username and an email.", "message",
-                       LEGACY},
+                       BOTH},
     [T_ELICIT_DEFAULTS] = {"test_elicitation_sep1034_defaults",
-                           "Asks the user for fields that all have defaults.", NULL, LEGACY},
+                           "Asks the user for fields that all have defaults.", NULL, BOTH},
     [T_ELICIT_ENUMS] = {"test_elicitation_sep1330_enums",
-                        "Asks the user to pick from the five kinds of enum.", NULL, LEGACY},
+                        "Asks the user to pick from the five kinds of enum.", NULL, BOTH},
     [T_JSON_SCHEMA] = {"json_schema_2020_12_tool",
                        "Takes arguments described with JSON Schema 2020-12 keywords.", NULL, BOTH},
     [T_MISSING_CAP] = {"test_missing_capability",
@@ -114,7 +114,16 @@ static const struct tool_def conf_tools[T_CNT] = {
                         "Refuses a requestState whose signature does not match.", NULL, MODERN},
     [T_IRR_CAPS] = {"test_input_required_result_capabilities",
                     "Asks only what the request's client capabilities allow.", NULL, MODERN},
+    [T_HEADER_PARAM] = {"test_header_param",
+                        "Echoes its region, which also travels in the Mcp-Param-Region header.",
+                        "region", MODERN},
 };
+
+/* The x-mcp-header of tool |t|'s argument (2026-07-28, SEP-2243), or NULL. */
+static const char *arg_header(int t)
+{
+    return t == T_HEADER_PARAM ? "Region" : NULL;
+}
 
 /* Resources; the bit of each in mx_sim_conf_sess.subs is its index. */
 enum res { R_TEXT = 0, R_BINARY, R_WATCHED, R_CNT };
@@ -200,8 +209,15 @@ static json_t *tool_schema(const struct tool_def *t)
         return schema_2020_12();
     if (t->arg == NULL)
         return json_pack("{s:s,s:{}}", "type", "object", "properties");
-    return json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
-                     "string", "required", t->arg);
+    json_t *s = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", t->arg, "type",
+                          "string", "required", t->arg);
+    /* 2026-07-28, Streamable HTTP (SEP-2243): the client mirrors the
+     * argument into Mcp-Param-<header>, which the server checks. */
+    const char *header = arg_header((int)(t - conf_tools));
+    if (header)
+        json_object_set_new(json_object_get(json_object_get(s, "properties"), t->arg),
+                            "x-mcp-header", json_string(header));
+    return s;
 }
 
 /* Whether tool |t| exists in the revision of this request. */
@@ -324,20 +340,6 @@ static json_t *elicit(const char *message, json_t *schema)
                      message, "requestedSchema", schema);
 }
 
-/* A tool that asks the client: refused when the client cannot answer. */
-static void ask(struct mx_sim_reply *out, bool capable, const char *cap, json_t *request)
-{
-    if (!capable) {
-        char msg[120];
-        json_decref(request);
-        snprintf(msg, sizeof(msg), "the client did not declare the %s capability", cap);
-        out->result = mx_sim_text_result(msg, true);
-        return;
-    }
-    out->script = MX_SIM_SCRIPT_ASK;
-    out->ask = request;
-}
-
 /* ---- input-required results (2026-07-28, SEP-2322) ---- */
 
 /* requestState is "<payload>.<hex HMAC-SHA256 of payload>": opaque to the
@@ -440,6 +442,106 @@ static bool state_required(const struct mx_sim_conf_sess *st, json_t *params, co
     return *payload != NULL;
 }
 
+/* inputResponses, when present, is an object (2026-07-28, Multi Round-Trip
+ * Requests); anything else is -32602. */
+static bool responses_valid(json_t *params, struct mx_sim_reply *out)
+{
+    json_t *responses = json_object_get(params, "inputResponses");
+    if (responses == NULL || json_is_object(responses))
+        return true;
+    mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "inputResponses must be an object", NULL);
+    return false;
+}
+
+/* 2026-07-28, Missing Required Client Capabilities: -32021 with HTTP 400
+ * when the request's clientCapabilities lack |cap|. */
+static void missing_cap(struct mx_sim_reply *out, const char *cap)
+{
+    char msg[120];
+    snprintf(msg, sizeof(msg),
+             "this tool needs the %s capability, which the request's clientCapabilities do not "
+             "declare",
+             cap);
+    mx_sim_reply_error(out, MX_SIM_RPC_NOCAP, msg,
+                       json_pack("{s:{s:{}}}", "requiredCapabilities", cap));
+    out->http_status = 400;
+}
+
+/*
+ * One question |request| (stolen) of a 2026-07-28 tool, under |key|: the
+ * client's answer when the retry carries it (borrowed from |params|), else
+ * NULL with |out| made what the request gets instead: -32021 when it does not
+ * declare |cap| (|capable| false), an input-required result asking |request|
+ * otherwise.
+ */
+static json_t *mrtr_ask(const struct mx_sim_conf_sess *st, bool capable, const char *cap,
+                        const char *key, json_t *params, json_t *request, struct mx_sim_reply *out)
+{
+    json_t *answer = NULL;
+    if (!capable) {
+        missing_cap(out, cap);
+    } else if (responses_valid(params, out)) {
+        answer = answer_of(params, key);
+        if (answer == NULL) {
+            input_required(st, out, json_pack("{s:o}", key, request), NULL);
+            return NULL;
+        }
+    }
+    json_decref(request);
+    return answer;
+}
+
+/* The CallToolResult of tool |tool| for the client's |result| to its question,
+ * the same in both revisions: the sampled text, or the elicitation's action
+ * and content. */
+static json_t *answer_result(int tool, json_t *result)
+{
+    char *text;
+    if (tool == T_SAMPLING) {
+        const char *said =
+            json_string_value(json_object_get(json_object_get(result, "content"), "text"));
+        text = mx_xasprintf("LLM response: %.1000s", said ? said : "(no text)");
+    } else {
+        const char *action = json_string_value(json_object_get(result, "action"));
+        json_t *c = json_object_get(result, "content");
+        char *dump = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        text = mx_xasprintf("%s: action=%.20s, content=%.1000s",
+                            tool == T_ELICITATION ? "User response" : "Elicitation completed",
+                            action ? action : "(none)", dump ? dump : "{}");
+        free(dump);
+    }
+    json_t *r = mx_sim_text_result(text, false);
+    free(text);
+    return r;
+}
+
+/*
+ * A tool that asks the client |request| (stolen), then answers with
+ * answer_result(). 2025: the request goes on the call's SSE stream (stream.c
+ * plays it), and a session that did not declare |cap| gets a tool error.
+ * 2026-07-28, which has no server-to-client requests: an input-required
+ * result under the key |cap|, finished by the retry that carries the answer.
+ */
+static void ask(const struct mx_sim_conf_sess *st, json_t *params, bool capable, const char *cap,
+                json_t *request, struct mx_sim_reply *out)
+{
+    if (st->modern) {
+        json_t *answer = mrtr_ask(st, capable, cap, cap, params, request, out);
+        if (answer)
+            out->result = answer_result(out->conf_tool, answer);
+        return;
+    }
+    if (!capable) {
+        char msg[120];
+        json_decref(request);
+        snprintf(msg, sizeof(msg), "the client did not declare the %s capability", cap);
+        out->result = mx_sim_text_result(msg, true);
+        return;
+    }
+    out->script = MX_SIM_SCRIPT_ASK;
+    out->ask = request;
+}
+
 static void irr_tool(const struct mx_sim_conf_sess *st, int t, json_t *params,
                      struct mx_sim_reply *out)
 {
@@ -447,10 +549,8 @@ static void irr_tool(const struct mx_sim_conf_sess *st, int t, json_t *params,
     char *payload = NULL;
     char *text = NULL;
 
-    if (responses && !json_is_object(responses)) {
-        mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "inputResponses must be an object", NULL);
+    if (!responses_valid(params, out))
         return;
-    }
     switch (t) {
     case T_IRR_ELICIT: {
         const char *name = elicited(params, "user_name", "name");
@@ -672,25 +772,28 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
         out->result = content(json_pack("[o]", text_item("Tool with progress executed")));
         return;
     case T_SAMPLING:
-        ask(out, ctx->conf->sampling, "sampling",
+        ask(ctx->conf, params, ctx->conf->sampling, "sampling",
             json_pack("{s:s,s:{s:[{s:s,s:{s:s,s:s}}],s:i}}", "method", "sampling/createMessage",
                       "params", "messages", "role", "user", "content", "type", "text", "text", arg,
-                      "maxTokens", 100));
+                      "maxTokens", 100),
+            out);
         return;
     case T_ELICITATION:
-        ask(out, ctx->conf->elicitation, "elicitation",
+        ask(ctx->conf, params, ctx->conf->elicitation, "elicitation",
             elicit(arg, json_pack("{s:s,s:{s:{s:s,s:s},s:{s:s,s:s}},s:[s,s]}", "type", "object",
                                   "properties", "username", "type", "string", "description",
                                   "User's response", "email", "type", "string", "description",
-                                  "User's email address", "required", "username", "email")));
+                                  "User's email address", "required", "username", "email")),
+            out);
         return;
     case T_ELICIT_DEFAULTS:
-        ask(out, ctx->conf->elicitation, "elicitation",
-            elicit("Please review these values; each has a default.", elicit_defaults_schema()));
+        ask(ctx->conf, params, ctx->conf->elicitation, "elicitation",
+            elicit("Please review these values; each has a default.", elicit_defaults_schema()),
+            out);
         return;
     case T_ELICIT_ENUMS:
-        ask(out, ctx->conf->elicitation, "elicitation",
-            elicit("Please pick from each list.", elicit_enums_schema()));
+        ask(ctx->conf, params, ctx->conf->elicitation, "elicitation",
+            elicit("Please pick from each list.", elicit_enums_schema()), out);
         return;
     case T_JSON_SCHEMA: {
         char *dump = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -702,30 +805,15 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
     }
     case T_MISSING_CAP:
         if (!ctx->conf->sampling) {
-            /* 2026-07-28, Missing Required Client Capabilities: -32021, HTTP 400. */
-            mx_sim_reply_error(out, MX_SIM_RPC_NOCAP,
-                               "this tool needs the sampling capability, which the request's "
-                               "clientCapabilities do not declare",
-                               json_pack("{s:{s:{}}}", "requiredCapabilities", "sampling"));
-            out->http_status = 400;
+            missing_cap(out, "sampling");
             return;
         }
         complete_text(out, "sampling is declared");
         return;
     case T_STREAM_ELICIT:
-        if (!ctx->conf->elicitation) {
-            mx_sim_reply_error(out, MX_SIM_RPC_NOCAP, "this tool needs the elicitation capability",
-                               json_pack("{s:{s:{}}}", "requiredCapabilities", "elicitation"));
-            out->http_status = 400;
-            return;
-        }
-        if (answer_of(params, "confirm")) {
+        if (mrtr_ask(ctx->conf, ctx->conf->elicitation, "elicitation", "confirm", params,
+                     elicit_one("Continue?", "ok", "boolean"), out))
             complete_text(out, "confirmed");
-            return;
-        }
-        input_required(ctx->conf, out,
-                       json_pack("{s:o}", "confirm", elicit_one("Continue?", "ok", "boolean")),
-                       NULL);
         return;
     case T_LOGGING_TOOL:
         out->script = MX_SIM_SCRIPT_EVENTS;
@@ -754,6 +842,13 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
     case T_IRR_CAPS:
         irr_tool(ctx->conf, t, params, out);
         return;
+    case T_HEADER_PARAM: {
+        /* modern.c checked the header against |arg| before the call */
+        char *text = mx_xasprintf("Region: %.200s", arg);
+        complete_text(out, text);
+        free(text);
+        return;
+    }
     case T_CNT:
         break;
     }
@@ -763,7 +858,6 @@ json_t *mx_sim_conf_answer(int tool, json_t *response)
 {
     json_t *result = json_object_get(response, "result");
     json_t *err = json_object_get(response, "error");
-    char *dump;
     char *text;
 
     if (result == NULL) {
@@ -773,22 +867,7 @@ json_t *mx_sim_conf_answer(int tool, json_t *response)
         free(text);
         return r;
     }
-    if (tool == T_SAMPLING) {
-        const char *said =
-            json_string_value(json_object_get(json_object_get(result, "content"), "text"));
-        text = mx_xasprintf("LLM response: %.1000s", said ? said : "(no text)");
-    } else {
-        const char *action = json_string_value(json_object_get(result, "action"));
-        json_t *c = json_object_get(result, "content");
-        dump = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-        text = mx_xasprintf("%s: action=%.20s, content=%.1000s",
-                            tool == T_ELICITATION ? "User response" : "Elicitation completed",
-                            action ? action : "(none)", dump ? dump : "{}");
-        free(dump);
-    }
-    json_t *r = mx_sim_text_result(text, false);
-    free(text);
-    return r;
+    return answer_result(tool, result);
 }
 
 static void conf_tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params,
@@ -1044,6 +1123,17 @@ static json_t *initialize(const struct mx_sim_mcp_ctx *ctx, json_t *params)
                      "prompts", "listChanged", 0, "resources", "subscribe", 1, "listChanged", 0,
                      "logging", "completions", "serverInfo", "name", ctx->name, "version",
                      MX_VERSION);
+}
+
+const char *mx_sim_conf_param_header(const char *tool, const char **arg)
+{
+    for (int t = 0; tool && t < T_CNT; t++) {
+        if (arg_header(t) && tool_in_era(t, true) && strcmp(tool, conf_tools[t].name) == 0) {
+            *arg = conf_tools[t].arg;
+            return arg_header(t);
+        }
+    }
+    return NULL;
 }
 
 json_t *mx_sim_conf_discover(void)

@@ -4,8 +4,9 @@
  * prompt and resource names the official MCP conformance suite calls in
  * server mode, answered the way its scenario descriptions ask. Pure: a method
  * and its params in, a reply out. Tools that talk while they run (logging,
- * progress) or ask the client something (sampling, elicitation) come back as
- * a script for stream.c to play on the loop.
+ * progress) or, in the 2025 revisions, ask the client something (sampling,
+ * elicitation) come back as a script for stream.c to play on the loop; in
+ * 2026-07-28 the asking tools answer with input-required results instead.
  */
 #ifndef MX_SIM_CONF_H
 #define MX_SIM_CONF_H
@@ -61,6 +62,13 @@ bool mx_sim_conf_request(const struct mx_sim_mcp_ctx *ctx, const char *method, j
  * CallToolResult.
  */
 json_t *mx_sim_conf_answer(int tool, json_t *response);
+
+/*
+ * The x-mcp-header name of tool |tool|'s argument in 2026-07-28 (SEP-2243):
+ * the argument travels in the header Mcp-Param-<name> too. Sets |arg| to the
+ * argument's name. NULL for an unknown tool or one without such an argument.
+ */
+const char *mx_sim_conf_param_header(const char *tool, const char **arg);
 
 /* The server/discover result of the stateless revision (without the fields
  * every 2026-07-28 result gets; modern.c adds those). */

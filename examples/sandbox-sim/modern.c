@@ -116,6 +116,27 @@ static bool header_is(const struct mx_req *req, const char *name, const char *wa
     return ok;
 }
 
+/*
+ * 2026-07-28, Streamable HTTP (SEP-2243): a tools/call argument whose schema
+ * names an x-mcp-header travels in Mcp-Param-<name> as well. The header must
+ * be there exactly when the body has the argument, and equal it once decoded
+ * (a malformed base64 sentinel equals nothing).
+ */
+static bool param_headers_match(const struct mx_req *req, json_t *params)
+{
+    const char *arg = NULL;
+    const char *header =
+        mx_sim_conf_param_header(json_string_value(json_object_get(params, "name")), &arg);
+    char name[96];
+    if (header == NULL)
+        return true;
+    snprintf(name, sizeof(name), "Mcp-Param-%s", header);
+    json_t *v = json_object_get(json_object_get(params, "arguments"), arg);
+    if (v == NULL || json_is_null(v))
+        return mx_req_header(req, name) == NULL;
+    return header_is(req, name, json_string_value(v));
+}
+
 /* resultType on every result; ttlMs and cacheScope on cacheable ones; the
  * server's identity in _meta (2026-07-28, Basic). */
 static json_t *decorate(const struct mx_sim *sim, const char *method, json_t *result)
@@ -205,6 +226,13 @@ static bool validate(struct mx_sim *sim, struct mx_req *req, const char *method,
         char msg[160];
         snprintf(msg, sizeof(msg), "Method not found: %.100s", method);
         fail(sim, req, 404, id, MX_SIM_RPC_NOMETHOD, msg, NULL, "unknown method");
+        return false;
+    }
+    if (strcmp(method, "tools/call") == 0 && !param_headers_match(req, params)) {
+        fail(sim, req, 400, id, MX_SIM_RPC_MISMATCH,
+             "Header mismatch: an Mcp-Param header is missing, malformed or differs from its "
+             "argument",
+             NULL, "param mismatch");
         return false;
     }
     json_t *level = json_object_get(meta, META_LOG);

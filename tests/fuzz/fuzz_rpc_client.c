@@ -16,13 +16,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct world_resp r;
-    world_init();
-    world_session();
-    int status = world_post(world_g.sid, data, size, &r);
-    MX_ASSERT(status == 0 || (status >= 200 && status < 600));
-    world_check_json(&r);
-    mx_buf_clear(&r.body);
-    MX_ASSERT(mx_idmap_call_cnt(world_g.m->ids) == 0);
+    world_fuzz_post(data, size);
     return 0;
 }

@@ -1281,3 +1281,18 @@ json_t *mx_it_sim_stats(int port, const char *token)
     free(body);
     return o;
 }
+
+void mx_it_header_value(const char *headers, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    out[0] = '\0';
+    for (const char *p = headers; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (*v == ' ')
+                v++;
+            snprintf(out, cap, "%.*s", (int)strcspn(v, "\r\n"), v);
+            return;
+        }
+    }
+}

@@ -215,6 +215,10 @@ bool mx_it_json_has(const json_t *strings, const char *s);
  * byte order (sorted, no name twice). */
 void mx_it_assert_sorted_unique(const json_t *names);
 
+/* The value of header |name| (case-insensitive) in a block of response
+ * headers |headers| (may be NULL) into |out|; "" when absent. */
+void mx_it_header_value(const char *headers, const char *name, char *out, size_t cap);
+
 /* Write |len| bytes (0600, replacing the file). Returns 0 or MX_EIO. */
 int mx_it_write_file(const char *path, const char *data, size_t len);
 /* Read a whole file (at most 64 MiB) with a NUL after it; caller frees.

@@ -142,23 +142,6 @@ static char *gw_url(const struct world *w, const char *path)
     return mx_xasprintf("https://127.0.0.1:%d%s", w->port, path);
 }
 
-/* The value of header |name| in a block of response headers, or "". */
-static void header_value(const char *headers, const char *name, char *out, size_t cap)
-{
-    size_t nl = strlen(name);
-    out[0] = '\0';
-    for (const char *p = headers; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-        if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-            const char *v = p + nl + 1;
-            while (*v == ' ')
-                v++;
-            size_t len = strcspn(v, "\r\n");
-            snprintf(out, cap, "%.*s", (int)len, v);
-            return;
-        }
-    }
-}
-
 /* initialize + notifications/initialized over HTTP/1.1; keeps the session id. */
 static void mcp_session(struct world *w)
 {
@@ -170,7 +153,7 @@ static void mcp_session(struct world *w)
     assert_int_equal(mx_it_http_full("POST", url, hdrs, INIT_BODY, 10000, &status, &resp_h, &body),
                      0);
     assert_int_equal(status, 200);
-    header_value(resp_h, "mcp-session-id", w->session, sizeof(w->session));
+    mx_it_header_value(resp_h, "mcp-session-id", w->session, sizeof(w->session));
     assert_true(strlen(w->session) > 0);
     free(resp_h);
     free(body);

@@ -268,17 +268,36 @@ static void modern_session(bool elicitation, bool sampling)
     sess.sampling = sampling;
 }
 
-/* tools/call |tool| with |responses| (JSON or NULL) and |state| (or NULL). */
-static void call_irr(const char *tool, const char *responses, const char *state,
-                     struct mx_sim_reply *r)
+/* tools/call |tool| with |args| and |responses| (JSON or NULL) and |state|
+ * (or NULL). */
+static void call_tool(const char *tool, const char *args, const char *responses, const char *state,
+                      struct mx_sim_reply *r)
 {
     json_t *params = json_pack("{s:s}", "name", tool);
+    if (args)
+        json_object_set_new(params, "arguments", json_loads(args, 0, NULL));
     if (responses)
         json_object_set_new(params, "inputResponses", json_loads(responses, 0, NULL));
     if (state)
         json_object_set_new(params, "requestState", json_string(state));
     mx_sim_mcp_request(&ctx, "tools/call", params, r);
     json_decref(params);
+}
+
+static void call_irr(const char *tool, const char *responses, const char *state,
+                     struct mx_sim_reply *r)
+{
+    call_tool(tool, NULL, responses, state, r);
+}
+
+/* |r| is -32021 with HTTP 400 naming |cap|; cleared. */
+static void assert_nocap(struct mx_sim_reply *r, const char *cap)
+{
+    assert_null(r->result);
+    assert_int_equal(r->err_code, MX_SIM_RPC_NOCAP);
+    assert_int_equal(r->http_status, 400);
+    assert_non_null(json_object_get(json_object_get(r->err_data, "requiredCapabilities"), cap));
+    mx_sim_reply_clear(r);
 }
 
 static void test_sim_conf_input_required(void **state)
@@ -288,9 +307,9 @@ static void test_sim_conf_input_required(void **state)
     (void)state;
     modern_session(true, true);
     run("tools/list", NULL, &r);
-    /* 2026: the diagnostics and input-required tools, not the asking 2025 ones */
+    /* 2026: the whole catalogue, the asking tools included */
     size_t n = json_array_size(json_object_get(r.result, "tools"));
-    assert_int_equal(n, T_CNT - 4);
+    assert_int_equal(n, T_CNT);
     mx_sim_reply_clear(&r);
 
     call_irr("test_input_required_result_elicitation", NULL, NULL, &r);
@@ -340,13 +359,130 @@ static void test_sim_conf_input_required(void **state)
     mx_sim_reply_clear(&r);
     modern_session(true, false);
     call_irr("test_missing_capability", NULL, NULL, &r);
-    assert_int_equal(r.err_code, MX_SIM_RPC_NOCAP);
-    assert_int_equal(r.http_status, 400);
-    assert_non_null(
-        json_object_get(json_object_get(r.err_data, "requiredCapabilities"), "sampling"));
-    mx_sim_reply_clear(&r);
+    assert_nocap(&r, "sampling");
     call_irr("test_trigger_tool_change", NULL, NULL, &r);
     assert_int_equal(r.changed, MX_SIM_CHANGED_TOOLS);
+    mx_sim_reply_clear(&r);
+}
+
+/* The 2025 asking tools in 2026-07-28: the same question as an input-required
+ * result, and the retry's answer gives the text the 2025 version gives. */
+static void test_sim_conf_asks_2026(void **state)
+{
+    static const char prompt[] = "{\"prompt\":\"Capital?\"}";
+    static const char sampled[] = "{\"sampling\":{\"role\":\"assistant\",\"model\":\"m\","
+                                  "\"content\":{\"type\":\"text\",\"text\":\"Paris\"}}}";
+    struct mx_sim_reply r;
+    (void)state;
+    modern_session(true, true);
+    call_tool("test_sampling", prompt, NULL, NULL, &r);
+    assert_int_equal(r.script, MX_SIM_SCRIPT_NONE);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    assert_string_equal(str_at(r.result, "inputRequests.sampling.method"),
+                        "sampling/createMessage");
+    assert_string_equal(str_at(r.result, "inputRequests.sampling.params.messages.0.content.text"),
+                        "Capital?");
+    assert_null(json_object_get(r.result, "requestState"));
+    mx_sim_reply_clear(&r);
+    call_tool("test_sampling", prompt, sampled, NULL, &r);
+    assert_null(json_object_get(r.result, "resultType"));
+    assert_string_equal(str_at(r.result, "content.0.text"), "LLM response: Paris");
+    assert_false(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+    /* an answer under another key: asked again */
+    call_tool("test_sampling", prompt, "{\"other\":{}}", NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "input_required");
+    mx_sim_reply_clear(&r);
+    call_tool("test_sampling", prompt, "[]", NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    call_tool("test_sampling", NULL, NULL, NULL, &r);
+    assert_true(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+
+    call_tool("test_elicitation", "{\"message\":\"Who?\"}", NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "inputRequests.elicitation.method"), "elicitation/create");
+    assert_string_equal(str_at(r.result, "inputRequests.elicitation.params.message"), "Who?");
+    assert_string_equal(
+        str_at(r.result, "inputRequests.elicitation.params.requestedSchema.required.1"), "email");
+    mx_sim_reply_clear(&r);
+    call_tool("test_elicitation", "{\"message\":\"Who?\"}",
+              "{\"elicitation\":{\"action\":\"accept\",\"content\":{\"username\":\"ada\","
+              "\"email\":\"a@example.com\"}}}",
+              NULL, &r);
+    assert_string_equal(
+        str_at(r.result, "content.0.text"),
+        "User response: action=accept, content={\"email\":\"a@example.com\",\"username\":\"ada\"}");
+    mx_sim_reply_clear(&r);
+
+    call_tool("test_elicitation_sep1034_defaults", NULL, NULL, NULL, &r);
+    assert_string_equal(
+        str_at(r.result,
+               "inputRequests.elicitation.params.requestedSchema.properties.status.default"),
+        "active");
+    mx_sim_reply_clear(&r);
+    call_tool("test_elicitation_sep1330_enums", NULL, NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "inputRequests.elicitation.params.requestedSchema."
+                                         "properties.titledMulti.items.anyOf.2.const"),
+                        "value3");
+    mx_sim_reply_clear(&r);
+    call_tool("test_elicitation_sep1330_enums", NULL, "{\"elicitation\":{\"action\":\"decline\"}}",
+              NULL, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"),
+                        "Elicitation completed: action=decline, content={}");
+    mx_sim_reply_clear(&r);
+
+    /* a capability the request does not declare: -32021, HTTP 400, before
+     * anything is asked or any answer is read */
+    modern_session(false, true);
+    call_tool("test_elicitation_sep1034_defaults", NULL,
+              "{\"elicitation\":{\"action\":\"accept\"}}", NULL, &r);
+    assert_nocap(&r, "elicitation");
+    call_tool("test_streaming_elicitation", NULL, NULL, NULL, &r);
+    assert_nocap(&r, "elicitation");
+    modern_session(true, false);
+    call_tool("test_sampling", prompt, sampled, NULL, &r);
+    assert_nocap(&r, "sampling");
+    call_tool("test_streaming_elicitation", NULL, NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "inputRequests.confirm.method"), "elicitation/create");
+    mx_sim_reply_clear(&r);
+    call_tool("test_streaming_elicitation", NULL, "{\"confirm\":{\"action\":\"accept\"}}", NULL,
+              &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "confirmed");
+    mx_sim_reply_clear(&r);
+}
+
+/* 2026-07-28: one tool mirrors its argument into Mcp-Param-Region (the check
+ * of the header is modern.c's, before the call). */
+static void test_sim_conf_param_header(void **state)
+{
+    struct mx_sim_reply r;
+    const char *arg = NULL;
+    (void)state;
+    modern_session(false, false);
+    run("tools/list", NULL, &r);
+    json_t *tools = json_object_get(r.result, "tools");
+    json_t *tool = json_array_get(tools, json_array_size(tools) - 1);
+    assert_string_equal(str_at(tool, "name"), "test_header_param");
+    assert_string_equal(str_at(tool, "inputSchema.properties.region.x-mcp-header"), "Region");
+    assert_string_equal(str_at(tool, "inputSchema.required.0"), "region");
+    mx_sim_reply_clear(&r);
+    assert_string_equal(mx_sim_conf_param_header("test_header_param", &arg), "Region");
+    assert_string_equal(arg, "region");
+    assert_null(mx_sim_conf_param_header("test_simple_text", &arg));
+    assert_null(mx_sim_conf_param_header("no_such_tool", &arg));
+    assert_null(mx_sim_conf_param_header(NULL, &arg));
+    call_tool("test_header_param", "{\"region\":\"eu-west\"}", NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "content.0.text"), "Region: eu-west");
+    mx_sim_reply_clear(&r);
+    call_tool("test_header_param", "{}", NULL, NULL, &r);
+    assert_true(json_is_true(json_object_get(r.result, "isError")));
+    mx_sim_reply_clear(&r);
+
+    /* not in the 2025 catalogue: no headers to carry it there */
+    init_session("{}");
+    call_tool("test_header_param", "{\"region\":\"eu-west\"}", NULL, NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
     mx_sim_reply_clear(&r);
 }
 
@@ -360,6 +496,8 @@ int main(void)
         cmocka_unit_test(test_sim_conf_resources),
         cmocka_unit_test(test_sim_conf_prompts_and_completion),
         cmocka_unit_test(test_sim_conf_input_required),
+        cmocka_unit_test(test_sim_conf_asks_2026),
+        cmocka_unit_test(test_sim_conf_param_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
