@@ -760,21 +760,52 @@ static void rpc_reply_empty(struct mx_uprpc *r)
     json_decref(resp);
 }
 
-/* The waiting resources/subscribe and unsubscribe requests whose change
- * the upstream has acknowledged: answered {} (MCP 2025-06-18, Resources).
- * One at a time, looking again after each callback. */
-static void subs_answer(struct mx_upsess *s)
+/* The waiting resources/subscribe and unsubscribe requests of generation
+ * |gen| or older: answered {} (MCP 2025-06-18, Resources), or a subscribe
+ * with |error| (borrowed) when not NULL. One at a time, looking again
+ * after each callback. */
+static void subs_answer(struct mx_upsess *s, uint64_t gen, json_t *error)
 {
     s_ref(s);
     for (;;) {
         struct mx_uprpc *r = s->rpcs;
-        while (r && !(r->sub_wait && r->sub_gen <= s->acked_gen))
+        while (r && !(r->sub_wait && r->sub_gen <= gen))
             r = r->next;
         if (r == NULL || s->state == US_CLOSED)
             break;
-        rpc_reply_empty(r);
+        const char *m = json_string_value(json_object_get(r->msg, "method"));
+        if (error == NULL || strcmp(m, "resources/subscribe") != 0) {
+            rpc_reply_empty(r);
+            continue;
+        }
+        json_t *resp = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
+                                 json_object_get(r->msg, "id"), "error", error);
+        rpc_finish(r, resp, NULL);
+        json_decref(resp);
     }
     s_unref(s);
+}
+
+/* The upstream answered the listen stream opened for newer subscriptions
+ * with an error: the resources it added leave the filter and their
+ * subscribe requests get the error; the acknowledged ones stay, on the
+ * current stream and the next. */
+static void listen_refused(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    json_t *error = json_object_get(msg, "error");
+    if (op != s->listen_next || !json_is_object(error))
+        return;
+    const char *uri;
+    void *tmp;
+    json_t *v;
+    json_object_foreach_safe(s->subs, tmp, uri, v)
+    {
+        uint64_t g = (uint64_t)json_integer_value(v);
+        if (g > s->acked_gen && g <= op->gen)
+            json_object_del(s->subs, uri);
+    }
+    subs_answer(s, op->gen, error);
 }
 
 /* Open the listen stream again later: at once after one that worked, then
@@ -822,7 +853,7 @@ static void open_listen(struct mx_upsess *s)
             op_kill(s->listen);
         s->listen = NULL;
         s->acked_gen = s->sub_gen;
-        subs_answer(s);
+        subs_answer(s, s->acked_gen, NULL);
         return;
     }
     s->listen_next = op_start26(s, OP_LISTEN, msg, 0, &fail);
@@ -887,7 +918,7 @@ static void listen_acked(struct op *op, json_t *msg)
         s->listen_dirty = false;
         open_listen(s);
     }
-    subs_answer(s);
+    subs_answer(s, s->acked_gen, NULL);
 }
 
 /* |op|, a listen stream, ended. */
@@ -1197,6 +1228,8 @@ static void handle_msg(struct op *op, json_t *msg)
             init_answered(op, msg);
         } else if (op->kind == OP_DISCOVER) {
             discover_decided(s, op->status, msg);
+        } else if (op->kind == OP_LISTEN) {
+            listen_refused(op, msg);
         } else if (op->rpc && !mrtr_begin(op, msg)) {
             struct mx_uprpc *r = op->rpc;
             if (r->round == 0) {
@@ -1460,7 +1493,7 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     }
     /* An error status: a JSON-RPC error answering our request passes through
      * as the answer (a 400 for invalid params, a 500 with an error object). */
-    if (op->kind == OP_RPC && op->id) {
+    if ((op->kind == OP_RPC || op->kind == OP_LISTEN) && op->id) {
         json_t *m = mx_rpc_parse(mx_buf_str(&op->body));
         if (m && is_answer(op, m) && json_object_get(m, "error")) {
             trace(s, "s2c", mx_buf_str(&op->body));

@@ -12,9 +12,15 @@
  * mcplex's subscriptions/listen upstream; a stateless client's own
  * capabilities reach the upstream (a refusal for one it lacks keeps its
  * 400/-32021), and the questions of one input_required result reach it at
- * once under the upstream's keys. The sim counts no initialize and
- * no session; mcplex's trace shows server/discover and no initialize
- * toward the upstream; the outcome is logged once. No canary anywhere.
+ * once under the upstream's keys. A 2025 client's resources/subscribe and
+ * unsubscribe become the resourceSubscriptions of mcplex's listen stream
+ * toward the upstream (opened again with the new filter, the old one
+ * closed, list changes still heard), and its logging/setLevel level goes
+ * with each of its calls as the logLevel of _meta, so the tool's log
+ * messages reach it (and none without a level, and none below it). The
+ * sim counts no initialize and no session; mcplex's trace shows
+ * server/discover and no initialize toward the upstream; the outcome is
+ * logged once. No canary anywhere.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -37,6 +43,7 @@ struct world {
     char token[MX_IT_CANARY_SIZE];
     int port;
     int sim_port;
+    pid_t sim;
     pid_t mcplex;
     char *url;
     char *log;
@@ -47,7 +54,8 @@ static void start_world(struct world *w)
 {
     mx_it_canary(w->token, sizeof(w->token));
     const char *args[] = {"--conformance", "--name", "conf-sim", NULL};
-    assert_true(mx_it_start_sim("conf-sim", w->token, args, &w->sim_port) > 0);
+    w->sim = mx_it_start_sim("conf-sim", w->token, args, &w->sim_port);
+    assert_true(w->sim > 0);
     char *secret = mx_it_path("conf.secret");
     assert_int_equal(mx_it_write_file(secret, w->token, strlen(w->token)), 0);
     w->port = mx_it_free_port();
@@ -153,6 +161,249 @@ static void assert_list_change(const struct world *w)
     const char *relist = strstr(note, "\"method\":\"tools/list\"");
     assert_non_null(relist);
     free(trace);
+}
+
+/* A 2025 session at /mcp over raw HTTP; its Mcp-Session-Id (caller frees). */
+static char *session_2025(const struct world *w)
+{
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream", NULL};
+    const char *init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                       "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                       "\"clientInfo\":{\"name\":\"it-raw\",\"version\":\"1\"}}}";
+    long status = 0;
+    char *rh = NULL, *rb = NULL;
+    assert_int_equal(mx_it_http_full("POST", w->url, hdrs, init, 20000, &status, &rh, &rb), 0);
+    assert_int_equal(status, 200);
+    const char *p = strcasestr(rh, "Mcp-Session-Id: ");
+    assert_non_null(p);
+    p += strlen("Mcp-Session-Id: ");
+    size_t n = strcspn(p, "\r\n");
+    char *sid = mx_xstrndup(p, n);
+    free(rh);
+    free(rb);
+    char *sh = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *hdrs2[] = {"Content-Type: application/json",
+                           "Accept: application/json, text/event-stream",
+                           "MCP-Protocol-Version: 2025-11-25", sh, NULL};
+    assert_int_equal(
+        mx_it_http_full("POST", w->url, hdrs2,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 20000,
+                        &status, NULL, NULL),
+        0);
+    assert_int_equal(status, 202);
+    free(sh);
+    return sid;
+}
+
+/* POST |body| on 2025 session |sid|: the response body (JSON or SSE; caller
+ * frees), which must hold a result. */
+static char *post_2025(const struct world *w, const char *sid, const char *body)
+{
+    char *sh = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          "MCP-Protocol-Version: 2025-11-25", sh, NULL};
+    long status = 0;
+    char *rb = NULL;
+    assert_int_equal(mx_it_http_full("POST", w->url, hdrs, body, 20000, &status, NULL, &rb), 0);
+    assert_int_equal(status, 200);
+    if (strstr(rb, "\"result\"") == NULL)
+        fail_msg("no result for %s: %s", body, rb);
+    free(sh);
+    return rb;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* How many test_tool_with_logging log messages session |sid| gets. */
+static size_t logging_call(const struct world *w, const char *sid)
+{
+    char *rb = post_2025(w, sid,
+                         "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+                         "\"name\":\"test_tool_with_logging\",\"arguments\":{}}}");
+    size_t n = count_of(rb, "\"method\":\"notifications/message\"");
+    free(rb);
+    return n;
+}
+
+static void set_level_2025(const struct world *w, const char *sid, const char *level)
+{
+    char *body = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"logging/setLevel\","
+                              "\"params\":{\"level\":\"%s\"}}",
+                              level);
+    free(post_2025(w, sid, body));
+    free(body);
+}
+
+/* The upstream's lines of the trace toward it that hold |needle|. */
+static int up_lines(const struct world *w, const char *needle)
+{
+    return mx_it_trace_count(w->trace, "c2s", "conf", needle);
+}
+
+/*
+ * logging/setLevel of a 2025 client is answered by mcplex and its level
+ * travels with each of that client's calls (MCP 2026-07-28 has no
+ * setLevel): the fixture logs only for a request whose _meta names a
+ * level, at info. Two clients share the upstream session and each gets
+ * what its own level asks for; mcplex's own requests carry none.
+ */
+static void assert_logging(const struct world *w)
+{
+    char *quiet = session_2025(w);
+    char *loud = session_2025(w);
+    char *picky = session_2025(w);
+    assert_int_equal(logging_call(w, quiet), 0);
+    assert_int_equal(up_lines(w, "io.modelcontextprotocol/logLevel"), 0);
+    set_level_2025(w, loud, "debug");
+    set_level_2025(w, picky, "error");
+    assert_int_equal(logging_call(w, loud), 3);
+    assert_int_equal(logging_call(w, quiet), 0);
+    assert_int_equal(logging_call(w, picky), 0);
+    assert_int_equal(up_lines(w, "\"io.modelcontextprotocol/logLevel\":\"debug\""), 1);
+    assert_int_equal(up_lines(w, "\"io.modelcontextprotocol/logLevel\":\"error\""), 1);
+    assert_int_equal(up_lines(w, "io.modelcontextprotocol/logLevel"), 2);
+    /* no setLevel went upstream: that revision has none */
+    assert_int_equal(up_lines(w, "logging/setLevel"), 0);
+    free(quiet);
+    free(loud);
+    free(picky);
+}
+
+static json_int_t sim_streams(const struct world *w)
+{
+    json_t *st = sim_stats(w);
+    json_int_t n = json_integer_value(json_object_get(st, "streams"));
+    json_decref(st);
+    return n;
+}
+
+/* Wait (bounded) until the sim holds |want| streams open. */
+static void wait_streams(const struct world *w, json_int_t want)
+{
+    json_int_t n = -1;
+    for (int i = 0; i < 100 && n != want; i++) {
+        n = sim_streams(w);
+        if (n != want)
+            usleep(50 * 1000);
+    }
+    assert_int_equal(n, want);
+}
+
+/*
+ * resources/subscribe and unsubscribe of a 2025 client: mcplex opens its
+ * listen stream toward the upstream again with the URI among its
+ * resourceSubscriptions (without it after the unsubscribe), answers once
+ * the upstream has acknowledged the new stream, and closes the old one; a
+ * tool list change still reaches mcplex after each re-open. The fixture
+ * does not honour resourceSubscriptions, which mcplex logs.
+ */
+static void assert_subscriptions(const struct world *w)
+{
+    static const char with_uri[] = "\"resourceSubscriptions\":[\"test://watched-resource\"]";
+    char *sid = session_2025(w);
+    wait_streams(w, 1); /* the listen stream for the list changes */
+    int listens = up_lines(w, "\"method\":\"subscriptions/listen\"");
+    assert_int_equal(up_lines(w, "resourceSubscriptions"), 0);
+
+    char *rb = post_2025(w, sid,
+                         "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"resources/subscribe\","
+                         "\"params\":{\"uri\":\"test://watched-resource\"}}");
+    assert_non_null(strstr(rb, "\"result\":{}"));
+    free(rb);
+    /* answered after the new stream was acknowledged */
+    assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
+    assert_int_equal(up_lines(w, with_uri), 1);
+    assert_int_equal(up_lines(w, "resources/subscribe"), 0);
+    /* in the trace: the new stream, its acknowledgement, then the answer */
+    char *trace = mx_it_read_file(w->trace, NULL);
+    assert_non_null(trace);
+    const char *opened = strstr(trace, with_uri);
+    assert_non_null(opened);
+    const char *ack = strstr(opened, "notifications/subscriptions/acknowledged");
+    assert_non_null(ack);
+    assert_non_null(strstr(ack, "\"id\":11,\"result\":{}"));
+    free(trace);
+    wait_streams(w, 1); /* the old stream is closed */
+    char *log = mx_it_read_file(w->log, NULL);
+    assert_non_null(strstr(log, "does not honour a subscription to test://watched-resource"));
+    free(log);
+    assert_list_change(w);
+
+    /* a second subscribe of the same URI changes nothing upstream */
+    char *other = session_2025(w);
+    free(post_2025(w, other,
+                   "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"resources/subscribe\","
+                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
+    free(post_2025(w, other,
+                   "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"resources/unsubscribe\","
+                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
+
+    /* the last subscriber leaves: a stream without the URI */
+    rb = post_2025(w, sid,
+                   "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"resources/unsubscribe\","
+                   "\"params\":{\"uri\":\"test://watched-resource\"}}");
+    assert_non_null(strstr(rb, "\"result\":{}"));
+    free(rb);
+    assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 2);
+    assert_int_equal(up_lines(w, with_uri), 1);
+    wait_streams(w, 1);
+    assert_list_change(w);
+    free(other);
+    free(sid);
+}
+
+/*
+ * The upstream restarts while a 2025 client is subscribed: the listen
+ * stream breaks, and the one mcplex opens again (retrying while the
+ * upstream is away) still carries the subscription and is acknowledged;
+ * list changes are heard on it.
+ */
+static void assert_subscription_survives(struct world *w)
+{
+    static const char with_uri[] = "\"resourceSubscriptions\":[\"test://watched-resource\"]";
+    char *sid = session_2025(w);
+    free(post_2025(w, sid,
+                   "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"resources/subscribe\","
+                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    int before = up_lines(w, with_uri);
+    assert_int_equal(mx_it_signal(w->sim, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(w->sim, 10000) >= 0);
+    usleep(300 * 1000);
+    char *at = mx_xasprintf("127.0.0.1:%d", w->sim_port);
+    const char *args[] = {"--conformance", "--name", "conf-sim", "--listen", at, NULL};
+    int port = 0;
+    w->sim = mx_it_start_sim("conf-sim-again", w->token, args, &port);
+    assert_true(w->sim > 0);
+    assert_int_equal(port, w->sim_port);
+    /* bounded: the re-opens back off to a few seconds at most */
+    const char *ack = NULL;
+    char *trace = NULL;
+    for (int i = 0; i < 300 && ack == NULL; i++) {
+        free(trace);
+        usleep(50 * 1000);
+        trace = mx_it_read_file(w->trace, NULL);
+        const char *last = NULL;
+        for (const char *p = strstr(trace, with_uri); p; p = strstr(p + 1, with_uri))
+            last = p;
+        if (last && up_lines(w, with_uri) > before)
+            ack = strstr(last, "notifications/subscriptions/acknowledged");
+    }
+    assert_non_null(ack);
+    free(trace);
+    wait_streams(w, 1);
+    assert_list_change(w);
+    free(at);
+    free(sid);
 }
 
 /* The SDK v2 client pinned to 2026-07-28, in front of mcplex. */
@@ -342,7 +593,10 @@ static void test_upstream_2026(void **state)
     assert_client_2026(&w);
     assert_client_capabilities(&w);
     assert_input_required_keys(&w);
+    assert_logging(&w);
+    assert_subscriptions(&w);
     assert_stateless_upstream(&w);
+    assert_subscription_survives(&w);
 
     assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
     int st = mx_it_wait_exit(w.mcplex, 15000);
