@@ -836,7 +836,9 @@ static void open_listen(struct mx_upsess *s)
     if (!s->modern || s->state != US_READY)
         return;
     if (s->listen_next) {
-        s->listen_dirty = true; /* again once this one is acknowledged */
+        /* again once this one is acknowledged, when it asked for less */
+        if (s->listen_next->gen != s->sub_gen)
+            s->listen_dirty = true;
         return;
     }
     ev_timer_stop(s->env->loop, &s->listen_timer);

@@ -20,7 +20,10 @@
  * messages reach it (and none without a level, and none below it). The
  * sim counts no initialize and no session; mcplex's trace shows
  * server/discover and no initialize toward the upstream; the outcome is
- * logged once. No canary anywhere.
+ * logged once. The fixture honours no resourceSubscriptions, so a second
+ * scenario puts an upstream that does behind mcplex: another mcplex, in
+ * front of server-everything, whose updates then reach the 2025 client
+ * until it unsubscribes. No canary anywhere.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -37,6 +40,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "err.h"
 #include "harness.h"
 
 struct world {
@@ -214,6 +218,21 @@ static char *post_2025(const struct world *w, const char *sid, const char *body)
     return rb;
 }
 
+/* resources/subscribe or unsubscribe (|method|) of |uri| with id |id| on
+ * session |sid|: answered {}. */
+static void sub_2025(const struct world *w, const char *sid, const char *method, int id,
+                     const char *uri)
+{
+    char *body = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"%s\","
+                              "\"params\":{\"uri\":\"%s\"}}",
+                              id, method, uri);
+    char *rb = post_2025(w, sid, body);
+    if (strstr(rb, "\"result\":{}") == NULL)
+        fail_msg("%s %s: %s", method, uri, rb);
+    free(rb);
+    free(body);
+}
+
 static size_t count_of(const char *hay, const char *needle)
 {
     size_t n = 0;
@@ -313,11 +332,7 @@ static void assert_subscriptions(const struct world *w)
     int listens = up_lines(w, "\"method\":\"subscriptions/listen\"");
     assert_int_equal(up_lines(w, "resourceSubscriptions"), 0);
 
-    char *rb = post_2025(w, sid,
-                         "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"resources/subscribe\","
-                         "\"params\":{\"uri\":\"test://watched-resource\"}}");
-    assert_non_null(strstr(rb, "\"result\":{}"));
-    free(rb);
+    sub_2025(w, sid, "resources/subscribe", 11, "test://watched-resource");
     /* answered after the new stream was acknowledged */
     assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
     assert_int_equal(up_lines(w, with_uri), 1);
@@ -339,21 +354,13 @@ static void assert_subscriptions(const struct world *w)
 
     /* a second subscribe of the same URI changes nothing upstream */
     char *other = session_2025(w);
-    free(post_2025(w, other,
-                   "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"resources/subscribe\","
-                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    sub_2025(w, other, "resources/subscribe", 12, "test://watched-resource");
     assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
-    free(post_2025(w, other,
-                   "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"resources/unsubscribe\","
-                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    sub_2025(w, other, "resources/unsubscribe", 13, "test://watched-resource");
     assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 1);
 
     /* the last subscriber leaves: a stream without the URI */
-    rb = post_2025(w, sid,
-                   "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"resources/unsubscribe\","
-                   "\"params\":{\"uri\":\"test://watched-resource\"}}");
-    assert_non_null(strstr(rb, "\"result\":{}"));
-    free(rb);
+    sub_2025(w, sid, "resources/unsubscribe", 14, "test://watched-resource");
     assert_int_equal(up_lines(w, "\"method\":\"subscriptions/listen\""), listens + 2);
     assert_int_equal(up_lines(w, with_uri), 1);
     wait_streams(w, 1);
@@ -372,9 +379,7 @@ static void assert_subscription_survives(struct world *w)
 {
     static const char with_uri[] = "\"resourceSubscriptions\":[\"test://watched-resource\"]";
     char *sid = session_2025(w);
-    free(post_2025(w, sid,
-                   "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"resources/subscribe\","
-                   "\"params\":{\"uri\":\"test://watched-resource\"}}"));
+    sub_2025(w, sid, "resources/subscribe", 21, "test://watched-resource");
     int before = up_lines(w, with_uri);
     assert_int_equal(mx_it_signal(w->sim, SIGTERM), 0);
     assert_true(mx_it_wait_exit(w->sim, 10000) >= 0);
@@ -434,6 +439,18 @@ static void assert_client_2026(const struct world *w)
     json_decref(out);
 }
 
+/* The answer in |body| (JSON, or the last SSE event); new reference. */
+static json_t *answer_of(const char *body)
+{
+    const char *last = NULL;
+    for (const char *p = strstr(body, "data: "); p; p = strstr(p + 1, "data: "))
+        last = p + 6;
+    json_t *msg = json_loads(last ? last : body, JSON_DISABLE_EOF_CHECK, NULL);
+    if (msg == NULL)
+        fail_msg("not JSON: %s", body);
+    return msg;
+}
+
 /* A raw 2026 tools/call of |tool| with clientCapabilities |caps| and more
  * params |extra| ("" for none, else starting with a comma): the HTTP
  * status and the parsed answer (the last SSE event or the body). */
@@ -456,12 +473,7 @@ static json_t *call26(const struct world *w, const char *tool, const char *caps,
     char *resp_headers = NULL, *resp = NULL;
     assert_int_equal(
         mx_it_http_full("POST", w->url, hdrs, body, 20000, status, &resp_headers, &resp), 0);
-    const char *last = NULL;
-    for (const char *p = strstr(resp, "data: "); p; p = strstr(p + 1, "data: "))
-        last = p + 6;
-    json_t *msg = json_loads(last ? last : resp, JSON_DISABLE_EOF_CHECK, NULL);
-    if (msg == NULL)
-        fail_msg("not JSON: %s", resp);
+    json_t *msg = answer_of(resp);
     free(name);
     free(body);
     free(resp_headers);
@@ -615,10 +627,166 @@ static void test_upstream_2026(void **state)
     mx_it_pass();
 }
 
+/* What session |sid| of |w| gets on its GET stream in |ms| (caller frees). */
+static char *get_stream(const struct world *w, const char *sid, int ms)
+{
+    char *sh = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *hdrs[] = {"Accept: text/event-stream", "MCP-Protocol-Version: 2025-11-25", sh,
+                          NULL};
+    long status = 0;
+    char *rb = NULL;
+    int rc = 0;
+    /* 409 while mcplex has not yet seen the previous stream close */
+    for (int i = 0; i < 20; i++) {
+        free(rb);
+        rb = NULL;
+        rc = mx_it_http_full("GET", w->url, hdrs, NULL, ms, &status, NULL, &rb);
+        if (rc != 0 || status != 409)
+            break;
+        usleep(100 * 1000);
+    }
+    if (rc != MX_ETIMEDOUT)
+        fail_msg("GET stream: %d, HTTP %ld: %s", rc, status, rb);
+    free(sh);
+    return rb;
+}
+
+static char *write_config(const char *name, int port, const char *trace, const char *server)
+{
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\ntrace = \"%s\"\n%s",
+                             port, trace, server);
+    char *path = mx_it_path(name);
+    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
+    free(cfg);
+    return path;
+}
+
+/*
+ * Through a 2026-07-28 upstream that honours resourceSubscriptions: an
+ * inner mcplex in front of server-everything (which has resources/subscribe
+ * and a tool that makes it send updates) is the outer one's upstream. The
+ * outer mcplex learns with server/discover that the inner one speaks
+ * 2026-07-28; a 2025 client's subscribe becomes the resourceSubscriptions
+ * of the outer one's listen stream, which the inner one acknowledges with
+ * the URI (and subscribes on server-everything); an update reaches the
+ * client's GET stream, without the listen stream's subscription id; after
+ * the unsubscribe none does.
+ */
+static void test_subscription_updates(void **state)
+{
+    char token[MX_IT_CANARY_SIZE];
+    (void)state;
+    mx_it_canary(token, sizeof(token));
+    int every_port = 0;
+    assert_true(mx_it_start_everything(token, &every_port) > 0);
+    char *secret = mx_it_path("every.secret");
+    assert_int_equal(mx_it_write_file(secret, token, strlen(token)), 0);
+    int inner_port = mx_it_free_port();
+    char *inner_trace = mx_it_path("inner.jsonl");
+    char *every = mx_xasprintf("[servers.every]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                               "secret = \"file:%s\"\n",
+                               every_port, secret);
+    char *inner_cfg = write_config("inner.toml", inner_port, inner_trace, every);
+    pid_t inner = mx_it_start_mcplex(inner_cfg, inner_port); /* mcplex.log */
+    assert_true(inner > 0);
+
+    struct world w;
+    memset(&w, 0, sizeof(w));
+    w.port = mx_it_free_port();
+    w.trace = mx_it_path("outer.jsonl");
+    char *up = mx_xasprintf("[servers.conf]\nurl = \"http://127.0.0.1:%d/mcp\"\n", inner_port);
+    char *outer_cfg = write_config("outer.toml", w.port, w.trace, up);
+    w.mcplex = mx_it_start_mcplex(outer_cfg, w.port); /* mcplex-2.log */
+    assert_true(w.mcplex > 0);
+    w.url = mx_xasprintf("http://127.0.0.1:%d/mcp", w.port);
+    w.log = mx_it_path("mcplex-2.log");
+
+    char *sid = session_2025(&w);
+    char *rb = post_2025(&w, sid, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/list\"}");
+    json_t *list = answer_of(rb);
+    free(rb);
+    const char *uri = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(list, "result"), "resources"), 0), "uri"));
+    assert_non_null(uri);
+    sub_2025(&w, sid, "resources/subscribe", 3, uri);
+    /* the outer mcplex spoke 2026-07-28 to the inner one, which honoured
+     * the URI in its acknowledgement and subscribed upstream */
+    assert_int_equal(up_lines(&w, "\"method\":\"server/discover\""), 1);
+    assert_int_equal(up_lines(&w, "\"method\":\"initialize\""), 0);
+    char *filter = mx_xasprintf("\"resourceSubscriptions\":[\"%s\"]", uri);
+    assert_int_equal(up_lines(&w, filter), 1);
+    assert_int_equal(mx_it_trace_count(w.trace, "s2c", "conf", filter), 1);
+    assert_int_equal(mx_it_trace_count(inner_trace, "c2s", "every", "resources/subscribe"), 1);
+    char *log = mx_it_read_file(w.log, NULL);
+    assert_non_null(log);
+    assert_null(strstr(log, "does not honour"));
+    free(log);
+
+    /* server-everything sends an update at once, then every 5 s */
+    rb = post_2025(&w, sid,
+                   "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{"
+                   "\"name\":\"toggle-subscriber-updates\",\"arguments\":{}}}");
+    free(rb);
+    char *updated = mx_xasprintf("\"method\":\"notifications/resources/updated\","
+                                 "\"params\":{\"uri\":\"%s\"}",
+                                 uri);
+    char *got = NULL;
+    for (int i = 0; i < 10 && (got == NULL || strstr(got, updated) == NULL); i++) {
+        free(got);
+        got = get_stream(&w, sid, 700);
+    }
+    if (strstr(got, updated) == NULL)
+        fail_msg("no update on the GET stream: %s", got);
+    assert_null(strstr(got, "subscriptionId"));
+    free(got);
+
+    sub_2025(&w, sid, "resources/unsubscribe", 5, uri);
+    /* the inner mcplex unsubscribes once the outer one's old stream closes */
+    int gone = 0;
+    for (int i = 0; i < 100 && gone == 0; i++) {
+        gone = mx_it_trace_count(inner_trace, "c2s", "every", "resources/unsubscribe");
+        if (gone == 0)
+            usleep(50 * 1000);
+    }
+    assert_int_equal(gone, 1);
+    /* longer than server-everything's interval: nothing more comes */
+    got = get_stream(&w, sid, 6000);
+    assert_null(strstr(got, "notifications/resources/updated"));
+    free(got);
+
+    pid_t pids[] = {w.mcplex, inner};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(mx_it_signal(pids[i], SIGTERM), 0);
+        int st = mx_it_wait_exit(pids[i], 15000);
+        assert_true(st >= 0 && WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 0);
+    }
+    char *inner_log = mx_it_path("mcplex.log");
+    const char *files[] = {w.log, inner_log, w.trace, inner_trace, NULL};
+    assert_int_equal(mx_it_scan_for(files, token, NULL), 0);
+    free(inner_log);
+    free(updated);
+    free(filter);
+    json_decref(list);
+    free(sid);
+    free(up);
+    free(outer_cfg);
+    free(inner_cfg);
+    free(every);
+    free(inner_trace);
+    free(secret);
+    free(w.url);
+    free(w.log);
+    free(w.trace);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_upstream_2026, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_subscription_updates, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
