@@ -671,7 +671,8 @@ static char *write_config(const char *name, int port, const char *trace, const c
  * of the outer one's listen stream, which the inner one acknowledges with
  * the URI (and subscribes on server-everything); an update reaches the
  * client's GET stream, without the listen stream's subscription id; after
- * the unsubscribe none does.
+ * the unsubscribe none does. A 2026-07-28 client's listen stream for the
+ * same resource goes the same way and gets the updates.
  */
 static void test_subscription_updates(void **state)
 {
@@ -754,6 +755,35 @@ static void test_subscription_updates(void **state)
     got = get_stream(&w, sid, 6000);
     assert_null(strstr(got, "notifications/resources/updated"));
     free(got);
+
+    /* a 2026-07-28 client of the outer mcplex listens to the same resource:
+     * its subscription takes the same way (resources/subscribe on the
+     * shared session, bridged into the listen filter); server-everything
+     * is still sending every 5 s */
+    char *listen = mx_xasprintf(
+        "{\"jsonrpc\":\"2.0\",\"id\":\"L1\",\"method\":\"subscriptions/listen\",\"params\":{"
+        "\"notifications\":{\"resourceSubscriptions\":[\"%s\"]},\"_meta\":{"
+        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+        "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+        uri);
+    const char *hdrs26[] = {
+        "Content-Type: application/json", "Accept: application/json, text/event-stream",
+        "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: subscriptions/listen", NULL};
+    long status = 0;
+    got = NULL;
+    assert_int_equal(mx_it_http_full("POST", w.url, hdrs26, listen, 7000, &status, NULL, &got),
+                     MX_ETIMEDOUT);
+    const char *ack = strstr(got, "notifications/subscriptions/acknowledged");
+    const char *upd = ack ? strstr(ack, "\"method\":\"notifications/resources/updated\"") : NULL;
+    if (ack == NULL || strstr(ack, filter) == NULL || upd == NULL || strstr(upd, uri) == NULL ||
+        strstr(upd, "\"io.modelcontextprotocol/subscriptionId\":\"L1\"") == NULL)
+        fail_msg("2026 listen stream: %s", got);
+    free(got);
+    free(listen);
+    assert_int_equal(up_lines(&w, filter), 2);
+    /* no 2025 subscription method ever went to the 2026 upstream */
+    assert_int_equal(up_lines(&w, "resources/subscribe"), 0);
+    assert_int_equal(up_lines(&w, "resources/unsubscribe"), 0);
 
     pid_t pids[] = {w.mcplex, inner};
     for (size_t i = 0; i < 2; i++) {
