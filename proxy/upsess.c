@@ -648,7 +648,6 @@ static void session_forget(struct mx_upsess *s, uint64_t key)
         op_kill(s->listen_next);
     s->listen_next = NULL;
     s->listen_dirty = false;
-    s->acked_gen = 0;
     ev_timer_stop(s->env->loop, &s->listen_timer);
     /* subscriptions waiting for an acknowledgement go again once the
      * revision is known (as resources/subscribe to a 2025 session) */
