@@ -20,6 +20,7 @@
 #include "err.h"
 #include "log.h"
 #include "mcp_int.h"
+#include "revision.h"
 #include "rpc.h"
 #include "sse.h"
 
@@ -524,8 +525,33 @@ static void call_abort(struct mx_req *req, void *data)
 }
 
 /*
+ * MCP 2026-07-28, Logging: the level travels in the _meta of each request,
+ * so a request carries the level its client set with logging/setLevel
+ * (|level|, -1 for none). upsess.c drops it for a 2025 session, whose
+ * level is the session's own.
+ */
+static void put_log_level(json_t *upmsg, int level)
+{
+    json_t *params = json_object_get(upmsg, "params");
+    json_t *meta = json_object_get(params, "_meta");
+    if (level < 0) {
+        json_object_del(meta, MX_REV_META_LOG_LEVEL);
+        return;
+    }
+    if (!json_is_object(params)) {
+        params = json_object();
+        json_object_set_new(upmsg, "params", params);
+    }
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(params, "_meta", meta);
+    }
+    json_object_set_new(meta, MX_REV_META_LOG_LEVEL, json_string(mcp_log_level_name(level)));
+}
+
+/*
  * Route the client's request |msg| to upstream |u| as |upmsg| (owned; its
- * id and progress token are set here).
+ * id, progress token and log level are set here).
  */
 static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
                        struct mx_mcpup *u, json_t *upmsg, int sub_op, const char *sub_uri)
@@ -573,6 +599,8 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
         json_t *meta = json_object_get(up_params, "_meta");
         json_object_set_new(meta, "progressToken", json_integer((json_int_t)c->up_id));
     }
+    /* only Streamable HTTP upstreams may speak 2026-07-28 */
+    put_log_level(upmsg, u->cfg->transport == MX_TRANSPORT_HTTP ? s->log_level : -1);
     c->via = mcp_up_session(u, s);
     static const struct mx_uprpc_cbs cbs = {call_on_message, call_on_done, call_on_wait};
     rc = mx_upsess_request(c->via->s, upmsg, (long)u->cfg->request_timeout_ms, &cbs, c, &c->rpc);

@@ -36,7 +36,7 @@ static bool list_changed(const json_t *server_caps, const char *kind)
     return json_is_true(json_object_get(json_object_get(server_caps, kind), "listChanged"));
 }
 
-json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps)
+json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, const json_t *caps)
 {
     static const struct {
         const char *cap;
@@ -49,6 +49,19 @@ json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps
         if (list_changed(server_caps, kinds[i].cap))
             json_object_set_new(want, kinds[i].key, json_true());
     }
+    /* MCP 2026-07-28, Subscriptions: resourceSubscriptions replaces
+     * resources/subscribe */
+    if (json_object_size(uris)) {
+        json_t *list = json_array();
+        const char *uri;
+        json_t *v;
+        json_object_foreach(uris, uri, v)
+        {
+            (void)v;
+            json_array_append_new(list, json_string(uri));
+        }
+        json_object_set_new(want, "resourceSubscriptions", list);
+    }
     if (json_object_size(want) == 0) {
         json_decref(want);
         return NULL;
@@ -56,6 +69,19 @@ json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps
     return json_pack("{s:s, s:O, s:s, s:{s:o, s:o}}", "jsonrpc", "2.0", "id", id, "method",
                      "subscriptions/listen", "params", "notifications", want, "_meta",
                      meta_new(caps));
+}
+
+bool mx_up26_honoured(const json_t *ack, const char *uri)
+{
+    const json_t *n = json_object_get(json_object_get(ack, "params"), "notifications");
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(n, "resourceSubscriptions"), i, v)
+    {
+        if (uri && json_is_string(v) && strcmp(json_string_value(v), uri) == 0)
+            return true;
+    }
+    return false;
 }
 
 json_t *mx_up26_request(const json_t *msg, const json_t *caps)
@@ -338,12 +364,15 @@ bool mx_up26_input_required(const json_t *result)
 json_t *mx_up26_strip(json_t *msg)
 {
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
-    if (json_object_get(meta, MX_REV_META_CAPS) == NULL)
+    if (json_object_get(meta, MX_REV_META_CAPS) == NULL &&
+        json_object_get(meta, MX_REV_META_LOG_LEVEL) == NULL)
         return json_incref(msg);
     json_t *out = json_deep_copy(msg);
     json_t *params = json_object_get(out, "params");
     meta = json_object_get(params, "_meta");
     json_object_del(meta, MX_REV_META_CAPS);
+    /* a 2025 session has its level from logging/setLevel */
+    json_object_del(meta, MX_REV_META_LOG_LEVEL);
     if (json_object_size(meta) == 0)
         json_object_del(params, "_meta");
     return out;

@@ -32,9 +32,15 @@ enum mx_up26_verdict {
 json_t *mx_up26_discover(json_t *id, const json_t *caps);
 
 /* The subscriptions/listen request for the list kinds whose listChanged
- * |server_caps| (an initialize-like result's "capabilities") advertises, or
- * NULL when it advertises none; new reference. */
-json_t *mx_up26_listen(json_t *id, const json_t *server_caps, const json_t *caps);
+ * |server_caps| (an initialize-like result's "capabilities") advertises and,
+ * as its resourceSubscriptions, the keys of |uris| (an object, or NULL); NULL
+ * when there is nothing to listen to. New reference. */
+json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, const json_t *caps);
+
+/* Whether the notifications/subscriptions/acknowledged |ack| (a JSON-RPC
+ * message, borrowed) lists |uri| among the resourceSubscriptions the
+ * upstream honours. */
+bool mx_up26_honoured(const json_t *ack, const char *uri);
 
 /*
  * |msg| (a JSON-RPC request, borrowed) as a 2026-07-28 upstream must see
@@ -97,8 +103,8 @@ json_t *mx_up26_init_result(const json_t *result);
  * speak the version it was sent (-32022). */
 bool mx_up26_wrong_version(const json_t *answer);
 
-/* |msg| without a clientCapabilities key in params._meta, for a 2025
- * upstream: a new reference (|msg| itself, or a changed copy). */
+/* |msg| without the clientCapabilities and logLevel keys of params._meta,
+ * for a 2025 upstream: a new reference (|msg| itself, or a changed copy). */
 json_t *mx_up26_strip(json_t *msg);
 
 /* Whether |result| is an input_required result (Multi Round-Trip Requests). */

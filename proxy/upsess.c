@@ -21,8 +21,11 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "backoff.h"
 #include "err.h"
 #include "log.h"
+#include "rand.h"
+#include "revision.h"
 #include "rpc.h"
 #include "sse.h"
 #include "up2026.h"
@@ -47,6 +50,10 @@
 #define RESUME_MAX         16      /* reconnections of one request's stream */
 #define RESUME_DEFAULT_MS  1000L   /* before one, when the server gave no retry field */
 #define RESUME_MAX_MS      30000L  /* the longest retry field followed */
+#define LISTEN_MAX_FAILS   6       /* listen re-opens in a row before waiting for a request */
+#define LISTEN_BACKOFF_MS  500
+#define LISTEN_BACKOFF_CAP 30000
+#define LISTEN_ACK_MS      30000L /* for the acknowledgement of a new listen stream */
 
 /* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
@@ -79,6 +86,7 @@ struct op {
     struct mx_uprpc *rpc; /* OP_RPC, OP_RESUME */
     json_t *id;           /* the id whose answer ends it (OP_RPC, OP_INIT); owned */
     uint64_t key;         /* session key when sent */
+    uint64_t gen;         /* OP_LISTEN: the generation of the subscriptions it asked for */
     bool sent_sid;
     long status;
     bool is_sse;
@@ -124,6 +132,12 @@ struct mx_uprpc {
     char *resume_id;  /* the last event id seen on its streams */
     long resume_ms;   /* the reconnection time the server asked for, or -1 */
     ev_timer resume_timer;
+    /* resources/subscribe or unsubscribe toward a 2026-07-28 upstream: waits
+     * until a listen stream with subscriptions of generation sub_gen (or
+     * later) is acknowledged */
+    bool sub_wait;
+    uint64_t sub_gen;
+    ev_timer sub_timer;
 };
 
 struct mx_upsess {
@@ -150,6 +164,16 @@ struct mx_upsess {
     struct op *listen; /* its subscriptions/listen stream */
     unsigned listen_failures;
     bool discover_again; /* server/discover was asked again after a -32022 */
+    /* MCP 2026-07-28 has no resources/subscribe: the resources subscribed
+     * to are the resourceSubscriptions of the listen stream, which is
+     * opened again for each change (the old one ends once the new one is
+     * acknowledged, so no list change falls between them) */
+    struct op *listen_next; /* opened with the latest subscriptions, not yet acknowledged */
+    json_t *subs;           /* uri -> the generation that added it */
+    uint64_t sub_gen;       /* changes of subs so far */
+    uint64_t acked_gen;     /* the generation the upstream acknowledged last */
+    bool listen_dirty;      /* subs changed while listen_next was opening */
+    ev_timer listen_timer;  /* the next re-open, or the wait for listen_next's acknowledgement */
 };
 
 struct mx_upsess_bye {
@@ -164,6 +188,7 @@ static size_t live_cnt;
 static void op_launch_rpc(struct mx_uprpc *r);
 static void session_init(struct mx_upsess *s);
 static void open_listen(struct mx_upsess *s);
+static void listen_ended(struct mx_upsess *s, struct op *op);
 
 size_t mx_upsess_live_cnt(void)
 {
@@ -208,6 +233,7 @@ static void trace(struct mx_upsess *s, const char *dir, struct mx_str msg)
 
 static void session_free(struct mx_upsess *s)
 {
+    json_decref(s->subs);
     json_decref(s->caps);
     json_decref(s->init_result);
     free(s->sid);
@@ -243,6 +269,8 @@ static void op_free(struct op *op)
         s->get = NULL;
     if (s->listen == op)
         s->listen = NULL;
+    if (s->listen_next == op)
+        s->listen_next = NULL;
     json_decref(op->id);
     free(op->sid);
     mx_sse_decoder_clear(&op->sse);
@@ -430,6 +458,7 @@ static void rpc_free(struct mx_uprpc *r)
     ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
     ev_timer_stop(r->s->env->loop, &r->resume_timer);
     free(r->resume_id);
+    ev_timer_stop(r->s->env->loop, &r->sub_timer);
     json_decref(r->mrtr_ask);
     json_decref(r->mrtr_answers);
     json_decref(r->mrtr_state);
@@ -448,6 +477,7 @@ static void rpc_drop(struct mx_uprpc *r)
     rpc_unlink(r);
     ev_timer_stop(r->s->env->loop, &r->mrtr_timer);
     ev_timer_stop(r->s->env->loop, &r->resume_timer);
+    ev_timer_stop(r->s->env->loop, &r->sub_timer);
     if (r->in_ask)
         r->cancelled = true;
     else
@@ -479,7 +509,7 @@ static void rpc_finish(struct mx_uprpc *r, json_t *resp, const struct mx_upfail 
 static struct mx_uprpc *first_waiting(struct mx_upsess *s, uint64_t max_seq)
 {
     for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && !r->mrtr_wait && !r->resuming && r->seq <= max_seq)
+        if (r->op == NULL && !r->mrtr_wait && !r->resuming && !r->sub_wait && r->seq <= max_seq)
             return r;
     }
     return NULL;
@@ -544,6 +574,8 @@ static json_t *rpc_shape26(struct mx_uprpc *r)
     return msg;
 }
 
+static bool bridge26(struct mx_uprpc *r);
+
 static void op_launch_rpc(struct mx_uprpc *r)
 {
     struct mx_upsess *s = r->s;
@@ -552,6 +584,8 @@ static void op_launch_rpc(struct mx_uprpc *r)
         rpc_finish(r, NULL, NULL);
         return;
     }
+    if (s->modern && bridge26(r))
+        return;
     if (r->mrtr_error) {
         /* a question was answered with an error: that ends the request */
         json_t *resp = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
@@ -581,6 +615,12 @@ static void op_launch_rpc(struct mx_uprpc *r)
     op->rpc = r;
     r->op = op;
     open_get(s);
+    if (s->modern && s->listen_failures > LISTEN_MAX_FAILS && s->listen == NULL &&
+        s->listen_next == NULL) {
+        /* it had given up re-opening: a request is a fresh chance */
+        s->listen_failures = 0;
+        open_listen(s);
+    }
 }
 
 /* ---- session state ---- */
@@ -628,6 +668,23 @@ static void session_forget(struct mx_upsess *s, uint64_t key)
     if (s->listen)
         op_kill(s->listen);
     s->listen = NULL;
+    if (s->listen_next)
+        op_kill(s->listen_next);
+    s->listen_next = NULL;
+    s->listen_dirty = false;
+    ev_timer_stop(s->env->loop, &s->listen_timer);
+    /* subscriptions waiting for an acknowledgement go again once the
+     * revision is known (as resources/subscribe to a 2025 session) */
+    bool again = false;
+    for (struct mx_uprpc *r = s->rpcs; r; r = r->next) {
+        if (r->sub_wait) {
+            r->sub_wait = false;
+            ev_timer_stop(s->env->loop, &r->sub_timer);
+            again = true;
+        }
+    }
+    if (again && !ev_is_active(&s->kick))
+        ev_timer_start(s->env->loop, &s->kick);
     free(s->sid);
     s->sid = NULL;
     s->key = 0;
@@ -729,25 +786,273 @@ static void discover_decided(struct mx_upsess *s, long status, const json_t *ans
     session_ready(s);
 }
 
-/* MCP 2026-07-28, subscriptions/listen: the list changes of the kinds the
- * upstream announces, on one long stream; opened again when it ends, a few
- * times in a row at most without a notification in between. */
+/* Answer |r| with an empty result, as the 2025 methods bridged here do. */
+static void rpc_reply_empty(struct mx_uprpc *r)
+{
+    json_t *resp = json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id",
+                             json_object_get(r->msg, "id"), "result");
+    rpc_finish(r, resp, NULL);
+    json_decref(resp);
+}
+
+/* The waiting resources/subscribe and unsubscribe requests of generation
+ * |gen| or older: answered {} (MCP 2025-06-18, Resources), or a subscribe
+ * with |error| (borrowed) when not NULL. One at a time, looking again
+ * after each callback. */
+static void subs_answer(struct mx_upsess *s, uint64_t gen, json_t *error)
+{
+    s_ref(s);
+    for (;;) {
+        struct mx_uprpc *r = s->rpcs;
+        while (r && !(r->sub_wait && r->sub_gen <= gen))
+            r = r->next;
+        if (r == NULL || s->state == US_CLOSED)
+            break;
+        const char *m = json_string_value(json_object_get(r->msg, "method"));
+        if (error == NULL || strcmp(m, "resources/subscribe") != 0) {
+            rpc_reply_empty(r);
+            continue;
+        }
+        json_t *resp = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
+                                 json_object_get(r->msg, "id"), "error", error);
+        rpc_finish(r, resp, NULL);
+        json_decref(resp);
+    }
+    s_unref(s);
+}
+
+/* The upstream answered the listen stream opened for newer subscriptions
+ * with an error: the resources it added leave the filter and their
+ * subscribe requests get the error; the acknowledged ones stay, on the
+ * current stream and the next. */
+static void listen_refused(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    json_t *error = json_object_get(msg, "error");
+    if (op != s->listen_next || !json_is_object(error))
+        return;
+    const char *uri;
+    void *tmp;
+    json_t *v;
+    json_object_foreach_safe(s->subs, tmp, uri, v)
+    {
+        uint64_t g = (uint64_t)json_integer_value(v);
+        if (g > s->acked_gen && g <= op->gen)
+            json_object_del(s->subs, uri);
+    }
+    subs_answer(s, op->gen, error);
+}
+
+/* Open the listen stream again later: at once after one that worked, then
+ * with backoff; after LISTEN_MAX_FAILS in a row, at the next request. */
+static void listen_later(struct mx_upsess *s)
+{
+    if (!s->modern || s->state != US_READY || s->listen_next ||
+        s->listen_failures > LISTEN_MAX_FAILS)
+        return;
+    int64_t ms = s->listen_failures <= 1
+                     ? 0
+                     : mx_backoff_ms(s->listen_failures - 2, LISTEN_BACKOFF_MS, LISTEN_BACKOFF_CAP,
+                                     mx_rand_below(1u << 20));
+    ev_timer_stop(s->env->loop, &s->listen_timer);
+    ev_timer_set(&s->listen_timer, (double)ms / 1000.0, 0.0);
+    ev_timer_start(s->env->loop, &s->listen_timer);
+}
+
+/*
+ * MCP 2026-07-28, subscriptions/listen: the list changes of the kinds the
+ * upstream announces and the resources subscribed to, on one long stream.
+ * A new one replaces the current one once acknowledged (make before
+ * break: the spec has no way to change the filter of an open stream).
+ */
 static void open_listen(struct mx_upsess *s)
 {
     struct mx_upfail fail;
-    if (!s->modern || s->state != US_READY || s->listen || s->listen_failures >= GET_MAX_FAILURES)
+    if (!s->modern || s->state != US_READY)
         return;
+    if (s->listen_next) {
+        /* again once this one is acknowledged, when it asked for less */
+        if (s->listen_next->gen != s->sub_gen)
+            s->listen_dirty = true;
+        return;
+    }
+    ev_timer_stop(s->env->loop, &s->listen_timer);
     char buf[48];
-    snprintf(buf, sizeof(buf), "mcplex-listen-%llu", (unsigned long long)s->key);
+    snprintf(buf, sizeof(buf), "mcplex-listen-%llu-%llu", (unsigned long long)s->key,
+             (unsigned long long)s->sub_gen);
     json_t *id = json_string(buf);
-    json_t *msg = mx_up26_listen(id, json_object_get(s->init_result, "capabilities"), s->caps);
+    json_t *msg =
+        mx_up26_listen(id, json_object_get(s->init_result, "capabilities"), s->subs, s->caps);
     json_decref(id);
-    if (msg == NULL)
+    if (msg == NULL) {
+        /* nothing to listen to (the last subscription went) */
+        if (s->listen)
+            op_kill(s->listen);
+        s->listen = NULL;
+        s->acked_gen = s->sub_gen;
+        subs_answer(s, s->acked_gen, NULL);
         return;
-    s->listen = op_start26(s, OP_LISTEN, msg, 0, &fail);
+    }
+    s->listen_next = op_start26(s, OP_LISTEN, msg, 0, &fail);
     json_decref(msg);
-    if (s->listen == NULL)
+    if (s->listen_next == NULL) {
         mx_log_debug(SUBSYS, "up:%s cannot open subscriptions/listen: %s", name(s), fail.message);
+        s->listen_failures++;
+        listen_later(s);
+        return;
+    }
+    s->listen_next->gen = s->sub_gen;
+    ev_timer_set(&s->listen_timer, (double)LISTEN_ACK_MS / 1000.0, 0.0);
+    ev_timer_start(s->env->loop, &s->listen_timer);
+}
+
+static void listen_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_upsess *s = mx_container_of(w, struct mx_upsess, listen_timer);
+    (void)loop;
+    (void)revents;
+    if (s->state == US_CLOSED)
+        return;
+    s_ref(s);
+    if (s->listen_next) {
+        mx_log_debug(SUBSYS, "up:%s did not acknowledge subscriptions/listen in time", name(s));
+        struct op *op = s->listen_next;
+        op_kill(op);
+        s->listen_next = NULL;
+        s->listen_failures++;
+        listen_later(s);
+    } else {
+        open_listen(s);
+    }
+    s_unref(s);
+}
+
+/* notifications/subscriptions/acknowledged, first on |op|'s stream. */
+static void listen_acked(struct op *op, json_t *msg)
+{
+    struct mx_upsess *s = op->s;
+    if (op != s->listen_next)
+        return;
+    ev_timer_stop(s->env->loop, &s->listen_timer);
+    if (s->listen)
+        op_kill(s->listen);
+    s->listen = op;
+    s->listen_next = NULL;
+    /* the ones this stream added that the upstream does not honour: it
+     * will send no updates for them (the client's subscribe still stands,
+     * as with a 2025 server that never sends one) */
+    const char *uri;
+    json_t *v;
+    json_object_foreach(s->subs, uri, v)
+    {
+        uint64_t g = (uint64_t)json_integer_value(v);
+        if (g > s->acked_gen && g <= op->gen && !mx_up26_honoured(msg, uri))
+            mx_log_info(SUBSYS, "up:%s does not honour a subscription to %.200s", name(s), uri);
+    }
+    if (op->gen > s->acked_gen)
+        s->acked_gen = op->gen;
+    if (s->listen_dirty) {
+        s->listen_dirty = false;
+        open_listen(s);
+    }
+    subs_answer(s, s->acked_gen, NULL);
+}
+
+/* |op|, a listen stream, ended. */
+static void listen_ended(struct mx_upsess *s, struct op *op)
+{
+    if (op == s->listen_next)
+        s->listen_next = NULL; /* before its acknowledgement */
+    else if (op == s->listen)
+        s->listen = NULL;
+    else
+        return; /* one replaced by a newer stream */
+    if (s->listen_next)
+        return;
+    s->listen_failures++;
+    listen_later(s);
+}
+
+static void sub_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_uprpc *r = mx_container_of(w, struct mx_uprpc, sub_timer);
+    struct mx_upsess *s = r->s;
+    struct mx_upfail fail;
+    (void)loop;
+    (void)revents;
+    const char *method = json_string_value(json_object_get(r->msg, "method"));
+    const char *uri = json_string_value(json_object_get(json_object_get(r->msg, "params"), "uri"));
+    json_t *g = uri ? json_object_get(s->subs, uri) : NULL;
+    /* a subscription the client is told failed is not kept */
+    char *drop = strcmp(method, "resources/subscribe") == 0 && g &&
+                         (uint64_t)json_integer_value(g) > s->acked_gen
+                     ? mx_xstrdup(uri)
+                     : NULL;
+    s_ref(s);
+    r->sub_wait = false;
+    mx_upfail_proto(s->env->up->cfg,
+                    "it did not acknowledge the subscription (subscriptions/listen) in time",
+                    &fail);
+    rpc_finish(r, NULL, &fail);
+    if (drop && s->state != US_CLOSED) {
+        json_object_del(s->subs, drop);
+        s->sub_gen++;
+        open_listen(s);
+    }
+    free(drop);
+    s_unref(s);
+}
+
+/*
+ * MCP 2026-07-28 has neither resources/subscribe and unsubscribe nor
+ * logging/setLevel: a subscription changes the resourceSubscriptions of
+ * the listen stream and is answered once the upstream acknowledges it; a
+ * level travels in the _meta of each request instead, so setting one is
+ * answered here. Returns true when |r| was taken here.
+ */
+static bool bridge26(struct mx_uprpc *r)
+{
+    struct mx_upsess *s = r->s;
+    const char *method = json_string_value(json_object_get(r->msg, "method"));
+    bool on = method && strcmp(method, "resources/subscribe") == 0;
+    if (method && strcmp(method, "logging/setLevel") == 0) {
+        rpc_reply_empty(r);
+        return true;
+    }
+    if (!on && (method == NULL || strcmp(method, "resources/unsubscribe") != 0))
+        return false;
+    const char *uri = json_string_value(json_object_get(json_object_get(r->msg, "params"), "uri"));
+    if (uri == NULL) {
+        json_t *resp = mx_rpc_error_new(json_object_get(r->msg, "id"), -32602,
+                                        "Invalid params: params.uri must be a string", NULL);
+        rpc_finish(r, resp, NULL);
+        json_decref(resp);
+        return true;
+    }
+    if (s->subs == NULL)
+        s->subs = json_object();
+    bool changed = on != json_is_integer(json_object_get(s->subs, uri));
+    if (changed) {
+        s->sub_gen++;
+        if (on)
+            json_object_set_new(s->subs, uri, json_integer((json_int_t)s->sub_gen));
+        else
+            json_object_del(s->subs, uri);
+    }
+    /* a subscription already asked for waits for the same acknowledgement */
+    json_t *g = on ? json_object_get(s->subs, uri) : NULL;
+    r->sub_gen = g ? (uint64_t)json_integer_value(g) : changed ? s->sub_gen : 0;
+    if (r->sub_gen <= s->acked_gen) {
+        rpc_reply_empty(r);
+        return true;
+    }
+    r->sub_wait = true;
+    long wait = r->timeout_ms > 0 ? r->timeout_ms : LISTEN_ACK_MS;
+    ev_timer_set(&r->sub_timer, (double)wait / 1000.0, 0.0);
+    ev_timer_start(s->env->loop, &r->sub_timer);
+    if (changed)
+        open_listen(s); /* last: it may answer |r| at once */
+    return true;
 }
 
 /* ---- MCP 2026-07-28, Multi Round-Trip Requests ---- */
@@ -1009,6 +1314,8 @@ static void handle_msg(struct op *op, json_t *msg)
             init_answered(op, msg);
         } else if (op->kind == OP_DISCOVER) {
             discover_decided(s, op->status, msg);
+        } else if (op->kind == OP_LISTEN) {
+            listen_refused(op, msg);
         } else if (op->rpc && !mrtr_begin(op, msg)) {
             struct mx_uprpc *r = op->rpc;
             json_t *seen = s->modern ? tools_seen(s, r, msg) : NULL;
@@ -1028,9 +1335,17 @@ static void handle_msg(struct op *op, json_t *msg)
     }
     if (op->kind == OP_LISTEN) {
         const char *m = json_string_value(json_object_get(msg, "method"));
-        if (m && strcmp(m, "notifications/subscriptions/acknowledged") == 0)
+        if (m && strcmp(m, "notifications/subscriptions/acknowledged") == 0) {
+            listen_acked(op, msg);
             return;
+        }
         s->listen_failures = 0;
+        /* the subscription id is the stream's, not for mcplex's clients */
+        json_t *params = json_object_get(msg, "params");
+        json_t *meta = json_object_get(params, "_meta");
+        json_object_del(meta, MX_REV_META_SUBSCRIPTION_ID);
+        if (json_is_object(meta) && json_object_size(meta) == 0)
+            json_object_del(params, "_meta");
     }
     if ((op->kind == OP_RPC || op->kind == OP_RESUME) && op->rpc) {
         struct mx_uprpc *r = op->rpc;
@@ -1349,7 +1664,7 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     }
     /* An error status: a JSON-RPC error answering our request passes through
      * as the answer (a 400 for invalid params, a 500 with an error object). */
-    if (op->kind == OP_RPC && op->id) {
+    if ((op->kind == OP_RPC || op->kind == OP_LISTEN) && op->id) {
         json_t *m = mx_rpc_parse(mx_buf_str(&op->body));
         if (m && is_answer(op, m) && json_object_get(m, "error")) {
             trace(s, "s2c", mx_buf_str(&op->body));
@@ -1366,11 +1681,8 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
 out:
     if (!op->dead)
         op_kill(op);
-    if (op->kind == OP_LISTEN && s->listen == op) {
-        s->listen = NULL;
-        s->listen_failures++;
-        open_listen(s);
-    }
+    if (op->kind == OP_LISTEN)
+        listen_ended(s, op);
     op_leave(op);
 }
 
@@ -1462,7 +1774,7 @@ void mx_upsess_env_clear(struct mx_upsess_env *env)
 static bool has_waiting(const struct mx_upsess *s)
 {
     for (const struct mx_uprpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && !r->mrtr_wait && !r->resuming)
+        if (r->op == NULL && !r->mrtr_wait && !r->resuming && !r->sub_wait)
             return true;
     }
     return false;
@@ -1500,6 +1812,7 @@ struct mx_upsess *mx_upsess_new(struct mx_upsess_env *env, const json_t *caps,
     s->caps = caps ? json_deep_copy(caps) : json_object();
     s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
     ev_timer_init(&s->kick, kick_cb, 0.0, 0.0);
+    ev_timer_init(&s->listen_timer, listen_timer_cb, 0.0, 0.0);
     live_cnt++;
     return s;
 }
@@ -1519,6 +1832,7 @@ void mx_upsess_close(struct mx_upsess *s)
     bool had_session = s->state == US_READY && s->sid;
     set_state(s, US_CLOSED);
     ev_timer_stop(s->env->loop, &s->kick);
+    ev_timer_stop(s->env->loop, &s->listen_timer);
     while (s->rpcs)
         rpc_drop(s->rpcs);
     for (struct op *op = s->ops, *n; op; op = n) {
@@ -1578,6 +1892,7 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
     ev_init(&r->mrtr_timer, mrtr_timeout);
     ev_init(&r->resume_timer, resume_cb);
     r->resume_ms = -1;
+    ev_init(&r->sub_timer, sub_timeout);
     /* at the tail: waiting requests go out in the order they came */
     struct mx_uprpc **pp = &s->rpcs;
     struct mx_uprpc *last = NULL;

@@ -16,7 +16,13 @@
  * GET stream; the discover result is the "initialize result", list changes
  * come from its subscriptions/listen stream (on_message), and the questions
  * of an input_required result go to the request's on_message as requests,
- * whose answers (mx_upsess_send) go back in the request's next round.
+ * whose answers (mx_upsess_send) go back in the request's next round. The
+ * 2025 methods that revision lacks are bridged here: resources/subscribe
+ * and unsubscribe change the resourceSubscriptions of the listen stream
+ * (opened again with the new filter, the old one closed once the new one
+ * is acknowledged, which answers the request {}; notifications/resources/
+ * updated then come on it), and logging/setLevel is answered {} (the level
+ * goes in each request's _meta instead, which the caller puts there).
  *
  * Requests go out through mx_upcall (wake-on-use, max_concurrency) with the
  * upstream's credential; this module never retries a request that may have

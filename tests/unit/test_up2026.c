@@ -4,10 +4,12 @@
  * the headers the revision requires (and the base64 form of names HTTP
  * cannot carry), what server/discover answers say about the revision, the
  * initialize-like result made from a discover result, the listen request
- * for the lists an upstream announces, the answers that say the revision
- * is wrong or that input is required, and the Mcp-Param-* headers of tools
- * whose arguments are annotated with x-mcp-header (and the tools whose
- * annotations are invalid, which are left out).
+ * for the lists an upstream announces and the resources subscribed to, the
+ * acknowledgement of those, what a 2025 upstream is spared of _meta, the
+ * answers that say the revision is wrong or that input is required, and the
+ * Mcp-Param-* headers of tools whose arguments are annotated with
+ * x-mcp-header (and the tools whose annotations are invalid, which are left
+ * out).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -237,7 +239,7 @@ static void test_listen(void **state)
     json_t *id = json_string("L1");
     json_t *sc = parse("{\"tools\":{\"listChanged\":true},\"prompts\":{},"
                        "\"resources\":{\"listChanged\":true,\"subscribe\":true}}");
-    json_t *m = mx_up26_listen(id, sc, NULL);
+    json_t *m = mx_up26_listen(id, sc, NULL, NULL);
     assert_non_null(m);
     assert_string_equal(json_string_value(json_object_get(m, "method")), "subscriptions/listen");
     json_t *n = json_object_get(json_object_get(m, "params"), "notifications");
@@ -248,9 +250,99 @@ static void test_listen(void **state)
     json_decref(m);
     json_decref(sc);
     sc = parse("{\"tools\":{},\"logging\":{}}");
-    assert_null(mx_up26_listen(id, sc, NULL));
+    assert_null(mx_up26_listen(id, sc, NULL, NULL));
     json_decref(sc);
     json_decref(id);
+}
+
+/* A 2025 client's resources/subscribe becomes resourceSubscriptions, also
+ * for an upstream that announces no list changes. */
+static void test_listen_resources(void **state)
+{
+    (void)state;
+    json_t *id = json_string("L2");
+    json_t *sc = parse("{\"tools\":{\"listChanged\":true},\"resources\":{}}");
+    json_t *uris = parse("{\"test://a\":1,\"file:///b c\":2}");
+    json_t *m = mx_up26_listen(id, sc, uris, NULL);
+    assert_non_null(m);
+    json_t *n = json_object_get(json_object_get(m, "params"), "notifications");
+    assert_true(json_is_true(json_object_get(n, "toolsListChanged")));
+    json_t *list = json_object_get(n, "resourceSubscriptions");
+    assert_int_equal(json_array_size(list), 2);
+    json_t *want = parse("[\"test://a\",\"file:///b c\"]");
+    assert_true(json_equal(list, want)); /* jansson keeps insertion order */
+    json_decref(want);
+    json_t *meta = json_object_get(json_object_get(m, "params"), "_meta");
+    assert_string_equal(
+        json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion")),
+        "2026-07-28");
+    json_decref(m);
+    json_decref(sc);
+    /* no list changes announced: the resources alone */
+    sc = parse("{\"resources\":{}}");
+    m = mx_up26_listen(id, sc, uris, NULL);
+    assert_non_null(m);
+    n = json_object_get(json_object_get(m, "params"), "notifications");
+    assert_int_equal(json_object_size(n), 1);
+    assert_int_equal(json_array_size(json_object_get(n, "resourceSubscriptions")), 2);
+    json_decref(m);
+    /* an empty set: nothing to listen to */
+    json_t *none = json_object();
+    assert_null(mx_up26_listen(id, sc, none, NULL));
+    json_decref(none);
+    json_decref(uris);
+    json_decref(sc);
+    json_decref(id);
+}
+
+static void test_honoured(void **state)
+{
+    (void)state;
+    json_t *a = parse("{\"jsonrpc\":\"2.0\",\"method\":"
+                      "\"notifications/subscriptions/acknowledged\",\"params\":{"
+                      "\"notifications\":{\"toolsListChanged\":true,"
+                      "\"resourceSubscriptions\":[\"test://a\",7]}}}");
+    assert_true(mx_up26_honoured(a, "test://a"));
+    assert_false(mx_up26_honoured(a, "test://b"));
+    assert_false(mx_up26_honoured(a, "test://"));
+    assert_false(mx_up26_honoured(a, NULL));
+    json_decref(a);
+    a = parse("{\"jsonrpc\":\"2.0\",\"method\":"
+              "\"notifications/subscriptions/acknowledged\",\"params\":{"
+              "\"notifications\":{\"toolsListChanged\":true}}}");
+    assert_false(mx_up26_honoured(a, "test://a"));
+    json_decref(a);
+    assert_false(mx_up26_honoured(NULL, "test://a"));
+}
+
+/* What a 2025 upstream gets: no 2026 keys, the rest of _meta kept. */
+static void test_strip(void **state)
+{
+    (void)state;
+    json_t *m = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+                      "\"name\":\"t\",\"_meta\":{\"io.modelcontextprotocol/logLevel\":\"debug\","
+                      "\"progressToken\":5}}}");
+    json_t *out = mx_up26_strip(m);
+    assert_true(out != m);
+    json_t *meta = json_object_get(json_object_get(out, "params"), "_meta");
+    assert_null(json_object_get(meta, "io.modelcontextprotocol/logLevel"));
+    assert_int_equal(json_integer_value(json_object_get(meta, "progressToken")), 5);
+    /* the caller's message is not changed */
+    assert_non_null(json_object_get(json_object_get(json_object_get(m, "params"), "_meta"),
+                                    "io.modelcontextprotocol/logLevel"));
+    json_decref(out);
+    json_decref(m);
+    m = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{"
+              "\"_meta\":{\"io.modelcontextprotocol/logLevel\":\"info\"}}}");
+    out = mx_up26_strip(m);
+    assert_null(json_object_get(json_object_get(out, "params"), "_meta"));
+    json_decref(out);
+    json_decref(m);
+    m = parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+    out = mx_up26_strip(m);
+    assert_ptr_equal(out, m);
+    json_decref(out);
+    json_decref(m);
 }
 
 static void test_answers(void **state)
@@ -484,7 +576,8 @@ int main(void)
         cmocka_unit_test(test_listen),        cmocka_unit_test(test_answers),
         cmocka_unit_test(test_discover),      cmocka_unit_test(test_client_caps),
         cmocka_unit_test(test_param_headers), cmocka_unit_test(test_param_map_invalid),
-        cmocka_unit_test(test_tools_seen),
+        cmocka_unit_test(test_tools_seen),    cmocka_unit_test(test_listen_resources),
+        cmocka_unit_test(test_honoured),      cmocka_unit_test(test_strip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
