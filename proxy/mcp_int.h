@@ -81,6 +81,7 @@ struct mx_mcpup {
      * when it was received */
     int64_t ttl_ms[MX_AGG_KIND_CNT];
     ev_tstamp ttl_at[MX_AGG_KIND_CNT];
+    bool ttl_given[MX_AGG_KIND_CNT]; /* the upstream gave one: the list expires then */
 };
 
 /* Per client session (mx_session.owner). */

@@ -228,6 +228,14 @@ static bool offers(const struct mx_mcpup *u, int kind)
     return json_is_object(json_object_get(caps, cap_names[kind]));
 }
 
+/* MCP 2026-07-28, Caching: a list whose upstream gave a ttlMs is not
+ * reused past it (one without, the 2025 servers, until its list_changed). */
+static bool expired(const struct mx_mcpup *u, int k)
+{
+    return u->ttl_given[k] && u->lists[k] &&
+           (ev_now(u->m->loop) - u->ttl_at[k]) * 1000.0 >= (double)u->ttl_ms[k];
+}
+
 bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list)
 {
     if (u->up->retired)
@@ -244,7 +252,11 @@ bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list)
         break;
     }
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
-        if ((kinds & KIND_BIT(k)) && (u->lists[k] == NULL || u->stale[k]))
+        if (!(kinds & KIND_BIT(k)))
+            continue;
+        if (for_list && expired(u, k))
+            u->stale[k] = true; /* fetched again, as if a list_changed had come */
+        if (u->lists[k] == NULL || u->stale[k])
             return true;
     }
     return false;
@@ -380,8 +392,10 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     json_int_t ttl = json_integer_value(json_object_get(result, "ttlMs"));
     if (r->pages == 1 || ttl < u->ttl_ms[r->kind])
         u->ttl_ms[r->kind] = ttl > 0 ? ttl : 0;
-    if (r->pages == 1)
+    if (r->pages == 1) {
         u->ttl_at[r->kind] = ev_now(u->m->loop);
+        u->ttl_given[r->kind] = json_is_integer(json_object_get(result, "ttlMs"));
+    }
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
         store_list(u, r->kind, json_array());
