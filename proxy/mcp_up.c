@@ -20,6 +20,7 @@
 #include "mcp_int.h"
 #include "rand.h"
 #include "rpc.h"
+#include "up2026.h"
 
 #define SUBSYS           SUBSYS_MCP
 #define ANNOUNCE_DELAY_S 0.01 /* coalesce bursts of changes into one list_changed */
@@ -846,8 +847,13 @@ static void keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
     if (ctx) {
         static const struct mx_uprpc_cbs cbs = {NULL, on_ping_done, NULL};
         struct mx_uprpc *rpc;
+        /* MCP 2026-07-28 has no ping: server/discover is as cheap and as
+         * free of effects */
+        const char *v =
+            json_string_value(json_object_get(mx_upsess_init_result(ctx->s), "protocolVersion"));
+        const char *method = v && strcmp(v, MX_UP26_VERSION) >= 0 ? "server/discover" : "ping";
         json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
-                                "method", "ping");
+                                "method", method);
         mx_upsess_request(ctx->s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
         json_decref(msg);
         /* stdio upstreams have no HTTP answer to mark activity: count the ping */
