@@ -8,15 +8,17 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
 #include "err.h"
 #include "revision.h"
 
-#define RPC_NO_METHOD      -32601
-#define RPC_INVALID_PARAMS -32602
-#define NAME_MAX_LEN       4096
+#define RPC_INVALID_REQUEST -32600
+#define RPC_NO_METHOD       -32601
+#define RPC_INVALID_PARAMS  -32602
+#define NAME_MAX_LEN        4096
 
 static const char *const supported[] = {MX_REV_MODERN, NULL};
 
@@ -88,6 +90,30 @@ static int refuse(struct mx_rev_error *err, int status, int code, json_t *data, 
     vsnprintf(err->message, sizeof(err->message), fmt, ap);
     va_end(ap);
     return MX_EPROTO;
+}
+
+/* Whether the Accept value |a| admits |type|. */
+static bool accept_has(const struct mx_str *a, const char *type)
+{
+    return memmem(a->p, a->len, type, strlen(type)) != NULL || memmem(a->p, a->len, "*/*", 3);
+}
+
+int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *accept,
+                       struct mx_rev_error *err)
+{
+    static const char json[] = "application/json";
+    size_t jl = sizeof(json) - 1;
+    const struct mx_str *ct = content_type;
+    bool is_json = ct && ct->len >= jl && strncasecmp(ct->p, json, jl) == 0 &&
+                   (ct->len == jl || ct->p[jl] == ';' || ct->p[jl] == ' ');
+    err->data = NULL;
+    if (!is_json)
+        return refuse(err, 415, RPC_INVALID_REQUEST, NULL,
+                      "Unsupported Media Type: Content-Type must be application/json");
+    if (accept == NULL || !accept_has(accept, json) || !accept_has(accept, "text/event-stream"))
+        return refuse(err, 406, RPC_INVALID_REQUEST, NULL,
+                      "Not Acceptable: Accept must list application/json and text/event-stream");
+    return 0;
 }
 
 int mx_rev_header_decode(struct mx_str v, char *out, size_t cap)

@@ -70,6 +70,16 @@ bool mx_rev_version_supported(const char *v);
 int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_error *err);
 
 /*
+ * The media checks of a POST (MCP 2026-07-28, Streamable HTTP, the same as
+ * for 2025 clients at /mcp): Content-Type application/json (415), and an
+ * Accept header listing application/json and text/event-stream (406). The
+ * header values may be NULL (absent). Returns 0, or MX_EPROTO with |*err|
+ * filled (code -32600, no data).
+ */
+int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *accept,
+                       struct mx_rev_error *err);
+
+/*
  * Decode a header value that may use the Base64 sentinel form of MCP
  * 2026-07-28 into |out| (|cap| bytes, NUL added). Plain values must be
  * visible ASCII or spaces inside. Returns the decoded length, or MX_EINVAL
