@@ -1012,13 +1012,36 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     return NULL;
 }
 
+static const struct mx_str *req_header(const void *ctx, const char *name)
+{
+    return mx_req_header(ctx, name);
+}
+
+/*
+ * MCP 2026-07-28, Streamable HTTP, Custom Headers: a tools/call carries the
+ * arguments its tool's schema (|tool|, the upstream's item; NULL when not
+ * known) mirrors into Mcp-Param-* headers, checked as the last of the
+ * header checks. Returns false after answering the refusal.
+ */
+static bool params_pass(struct mx_mcp *m, struct mx_req *req, const json_t *msg, const json_t *tool)
+{
+    struct mx_rev_error err;
+    json_t *params = json_object_get(msg, "params");
+    if (tool == NULL ||
+        mx_rev_check_params(json_object_get(tool, "inputSchema"),
+                            json_object_get(params, "arguments"), req_header, req, &err) == 0)
+        return true;
+    send_error(m, req, err.status, json_object_get(msg, "id"), err.code, err.message, NULL);
+    return false;
+}
+
 static void route_named(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                         enum mx_agg_kind kind, bool may_wait)
 {
     json_t *params = json_object_get(msg, "params");
     const char *name = json_string_value(json_object_get(params, "name"));
     const struct mx_agg_entry *e = lookup(mm, req, msg, kind, name, may_wait);
-    if (e == NULL)
+    if (e == NULL || (kind == MX_AGG_TOOLS && !params_pass(mm->m, req, msg, e->item)))
         return;
     if (json_object_get(params, "requestState")) {
         call_retry(mm, req, msg, up_at(mm->m, e->src), name, NULL);
@@ -1722,6 +1745,22 @@ void mcp_modern_resource_updated(struct mx_mcp *m, size_t up, json_t *msg)
 static void route_scoped(struct mcp_modern *mm, struct mx_req *req, json_t *msg, struct mx_mcpup *u,
                          const char *name)
 {
+    if (strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") == 0) {
+        /* the tool as the upstream listed it, when mcplex has its list */
+        const json_t *tool = NULL;
+        size_t i;
+        json_t *t;
+        json_array_foreach(u->lists[MX_AGG_TOOLS], i, t)
+        {
+            const char *tn = json_string_value(json_object_get(t, "name"));
+            if (name && tn && strcmp(tn, name) == 0) {
+                tool = t;
+                break;
+            }
+        }
+        if (!params_pass(mm->m, req, msg, tool))
+            return;
+    }
     if (json_object_get(json_object_get(msg, "params"), "requestState"))
         call_retry(mm, req, msg, u, name, u);
     else
