@@ -13,8 +13,9 @@
  * upstream (never a 401). Then the official TypeScript SDK v2 client pinned
  * to 2026-07-28 against three of them (calls, progress, sampling answered
  * by its handler, a resource list change on subscriptions/listen), a 2025
- * client relayed at the same endpoint as before, and the SDK v2 client over
- * TLS. No canary in anything mcplex printed or wrote.
+ * client relayed at the same endpoint as before, the SDK v2 client over
+ * TLS, and a paused sandbox woken by its hook while the call hears progress.
+ * No canary in anything mcplex printed or wrote.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -121,7 +122,8 @@ static void free_world(struct world *w)
 
 /*
  * POST to |path| a 2026 request: |method| with the params |params| (the
- * inside of the object, "" for none) and clientCapabilities |caps|, its
+ * inside of the object, "" for none) and clientCapabilities |caps| (NULL:
+ * {}; more _meta members may follow the object, as in {},"progressToken":1), its
  * version and method headers, Mcp-Name |name| when not NULL. |meta_version|
  * NULL: 2026-07-28; |hdr_method| NULL: |method|.
  */
@@ -659,11 +661,93 @@ static void test_server_2026_tls(void **state)
     mx_it_pass();
 }
 
+/* A paused sandbox (refuse mode, woken by a hook) at /mcp/<server>: a
+ * call that asked for progress hears that it is waking, with its own
+ * token, then gets its answer; the call reached the sim once. */
+static void test_server_2026_wake(void **state)
+{
+    struct world w;
+    int sim_port;
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    mx_it_canary(w.a_token, sizeof(w.a_token));
+    const char *args[] = {"--pause-after-ms",
+                          "600000",
+                          "--pause-mode",
+                          "refuse",
+                          "--refuse-status",
+                          "503",
+                          "--wake-ms",
+                          "300",
+                          NULL};
+    assert_true(mx_it_start_sim("sim", w.a_token, args, &sim_port) > 0);
+    char *secret = secret_file("sim.secret", w.a_token);
+    /* the hook reads the sim's credential from a header file */
+    char *hdr_file = mx_it_path("wake.secret");
+    char *hdr = mx_xasprintf("Authorization: Bearer %s\n", w.a_token);
+    assert_int_equal(mx_it_write_file(hdr_file, hdr, strlen(hdr)), 0);
+    w.port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\nwake_timeout = \"20s\"\n"
+                             "wake = \"cmd:curl -sf -X POST -H @%s http://127.0.0.1:%d/__wake\"\n",
+                             w.port, sim_port, secret, hdr_file, sim_port);
+    char *cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    w.mcplex = mx_it_start_mcplex(cfg_path, w.port);
+    assert_true(w.mcplex > 0);
+    w.base = mx_xasprintf("http://127.0.0.1:%d", w.port);
+    w.log = mx_it_path("mcplex.log");
+
+    struct mx_it_answer a;
+    post26(&w, "/mcp/sim", "tools/list", NULL, "", NULL, NULL, NULL, &a);
+    assert_int_equal(a.status, 200);
+    mx_it_answer_clear(&a);
+    /* pause the sandbox */
+    char *control = mx_xasprintf("http://127.0.0.1:%d/__control", sim_port);
+    char *auth = mx_xasprintf("Authorization: Bearer %s", w.a_token);
+    const char *ch[] = {"Content-Type: application/json", auth, NULL};
+    long st = 0;
+    assert_int_equal(
+        mx_it_http("POST", control, ch, "{\"action\":[\"pause\",\"reset_stats\"]}", &st, NULL), 0);
+    assert_int_equal(st, 200);
+    post26(&w, "/mcp/sim", "tools/call", "echo",
+           "\"name\":\"echo\",\"arguments\":{\"message\":\"woke-5157\"}",
+           "{},\"progressToken\":\"wake-tok\"", NULL, NULL, &a);
+    assert_int_equal(a.status, 200);
+    assert_non_null(strcasestr(a.headers, "text/event-stream"));
+    const char *prog = strstr(a.body, "waiting for sandbox 'sim' to wake");
+    const char *result = strstr(a.body, "woke-5157");
+    assert_non_null(prog);
+    assert_non_null(strstr(a.body, "\"progressToken\":\"wake-tok\""));
+    assert_non_null(result);
+    assert_true(prog < result);
+    mx_it_assert_modern_result(mx_it_result(&a), false);
+    mx_it_answer_clear(&a);
+    json_t *stats = mx_it_sim_stats(sim_port, w.a_token);
+    assert_non_null(stats);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(stats, "methods"), "tools/call")), 1);
+    json_decref(stats);
+    const char *canaries[] = {w.a_token};
+    stop_and_scan(&w, canaries, 1);
+    free(auth);
+    free(control);
+    free(cfg);
+    free(cfg_path);
+    free(hdr);
+    free(hdr_file);
+    free(secret);
+    free_world(&w);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_server_2026_http, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_server_2026_tls, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_server_2026_wake, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
