@@ -420,6 +420,48 @@ static void assert_mrtr_2026(const struct world *w)
     free(params);
 }
 
+/* MCP 2026-07-28, Custom Headers: the fixture's test_header_param mirrors
+ * its region into Mcp-Param-Region. A call without the header, or with
+ * another value, is refused by mcplex (400, before the upstream), at /mcp
+ * and at /mcp/<server>. */
+static void assert_param_headers(const struct world *w)
+{
+    static const char params[] =
+        "\"name\":\"test_header_param\",\"arguments\":{\"region\":\"eu-1\"}";
+    static const char *const paths[] = {"/mcp/conf", "/mcp"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        struct mx_it_answer a;
+        post26(w, paths[i], "tools/call", "test_header_param", params, NULL, NULL, NULL, &a);
+        assert_int_equal(a.status, 400);
+        assert_int_equal(mx_it_error_code(&a), -32020);
+        assert_non_null(strstr(a.body, "Mcp-Param-Region"));
+        mx_it_answer_clear(&a);
+    }
+    /* with the header, but another value */
+    char *url = mx_xasprintf("%s/mcp/conf", w->base);
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          "MCP-Protocol-Version: 2026-07-28",
+                          "Mcp-Method: tools/call",
+                          "Mcp-Name: test_header_param",
+                          "Mcp-Param-Region: us-2",
+                          NULL};
+    char *body = mx_xasprintf(
+        "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{%s,\"_meta\":{"
+        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+        "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+        params);
+    struct mx_it_answer a = {0};
+    assert_int_equal(
+        mx_it_http_full("POST", url, hdrs, body, 20000, &a.status, &a.headers, &a.body), 0);
+    mx_it_answer_parse(&a);
+    assert_int_equal(a.status, 400);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
+    free(body);
+    free(url);
+}
+
 /* Multi Round-Trip through a 2025 stdio upstream: server-everything asks
  * for sampling during the call, on the process's one session. */
 static void assert_mrtr_stdio(const struct world *w)
@@ -601,6 +643,7 @@ static void test_server_2026_http(void **state)
     assert_refusals(&w);
     assert_failures(&w);
     assert_mrtr_2026(&w);
+    assert_param_headers(&w);
     assert_mrtr_stdio(&w);
     assert_sse_upstream(&w);
     assert_sdk_sim(&w);
