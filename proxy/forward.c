@@ -6,6 +6,8 @@
  * pass through; the client's own Authorization never does. An upstream's
  * 401/403 or failure reaches the client as a JSON-RPC error naming the
  * server, never as a bare 401 (which would send MCP clients into OAuth).
+ * Requests of the stateless revision (MCP 2026-07-28) are not relayed:
+ * mcp_2026.c serves them over this one upstream, whatever its own era.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "err.h"
 #include "gateway.h"
 #include "log.h"
+#include "mcp_2026.h"
 #include "metrics.h"
 #include "rpc.h"
 #include "sse.h"
@@ -376,6 +379,7 @@ static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait};
 
 void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up)
 {
+    mx_mcp_modern_retired(gw->mcp, up->idx);
     struct fwd *f = gw->forwards;
     while (f) {
         struct fwd *next = f->next;
@@ -415,22 +419,15 @@ static const char *rpc_label(const json_t *msg)
     return "other";
 }
 
-void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
+/* A 2025-era request (|msg| its parsed body, borrowed, or NULL): relayed. */
+static void relay(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req,
+                  const json_t *msg, double t_recv)
 {
     struct mx_str method = mx_req_method(req);
     struct mx_str body = mx_req_body(req);
     char method_z[16];
     struct mx_upreq_hdrs h;
-    double t_recv = mx_metrics_now();
 
-    if (up->cfg->transport == MX_TRANSPORT_STDIO || up->cfg->transport == MX_TRANSPORT_SSE) {
-        mx_stdio_serve(gw, up, req); /* stdio_serve.h: any upstream behind upsess.h */
-        return;
-    }
-    if (up->cfg->url == NULL) {
-        mx_gateway_error(req, 501, "this server is not an HTTP upstream");
-        return;
-    }
     if (!mx_str_eq(method, MX_STR_LIT("POST")) && !mx_str_eq(method, MX_STR_LIT("GET")) &&
         !mx_str_eq(method, MX_STR_LIT("DELETE"))) {
         mx_gateway_error(req, 405, "use POST, GET or DELETE");
@@ -465,7 +462,6 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
         f->session = mx_xstrndup(sid->p, sid->len);
 
     if (body.len) {
-        json_t *msg = mx_rpc_parse(body);
         if (msg && mx_rpc_classify(msg) == MX_RPC_REQUEST) {
             f->rpc_id = json_incref(json_object_get(msg, "id"));
             json_t *tok = json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
@@ -476,7 +472,6 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
                 f->progress_token = json_incref(tok);
         }
         f->rpc_method = rpc_label(msg);
-        json_decref(msg);
         trace(f, "c2s", body);
     }
 
@@ -512,4 +507,25 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
         return;
     }
     mx_req_set_handler(req, on_client_drain, on_client_abort, f);
+}
+
+void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
+{
+    struct mx_str body = mx_req_body(req);
+    double t_recv = mx_metrics_now();
+    /* parsed once: for the revision, then for the relay */
+    json_t *msg = body.len ? mx_rpc_parse(body) : NULL;
+
+    if (mx_mcp_modern_serve_one(gw->mcp, up, req, msg)) {
+        json_decref(msg);
+        return;
+    }
+    if (up->cfg->transport == MX_TRANSPORT_STDIO || up->cfg->transport == MX_TRANSPORT_SSE) {
+        mx_stdio_serve(gw, up, req, msg); /* stdio_serve.h: any upstream behind upsess.h */
+    } else if (up->cfg->url == NULL) {
+        mx_gateway_error(req, 501, "this server is not an HTTP upstream");
+    } else {
+        relay(gw, up, req, msg, t_recv);
+    }
+    json_decref(msg);
 }

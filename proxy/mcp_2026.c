@@ -39,7 +39,8 @@
 #define KEEPALIVE_S     15.0
 #define MAX_LISTEN_URIS 64 /* resourceSubscriptions honoured per listen stream */
 #define STATE_KEY_LEN   32
-#define HANDLE_LEN      32 /* hex of 128 random bits */
+#define CURSOR_SCOPED   0x10 /* in a cursor's kind: a list of /mcp/<server> */
+#define HANDLE_LEN      32   /* hex of 128 random bits */
 
 #define RPC_INVALID_REQUEST -32600
 #define RPC_NO_METHOD       -32601
@@ -68,6 +69,7 @@ struct mcall {
     struct mcall *next;
     int refs;
     struct mx_mcpup *u;
+    struct mx_mcpup *scope; /* /mcp/<server>: that upstream; NULL at /mcp */
     struct upctx *via;
     struct mx_uprpc *rpc;
     struct mx_req *req; /* the client request being answered; NULL while parked */
@@ -111,6 +113,8 @@ struct listen {
     struct listen *next;
     struct mx_req *req;
     json_t *id;
+    struct mx_mcpup *scope;         /* /mcp/<server>: changes of that upstream only */
+    uint32_t seen[MX_AGG_KIND_CNT]; /* with a scope: the list generations announced */
     bool want[MX_AGG_KIND_CNT];
     struct rsub **subs; /* the honoured resourceSubscriptions */
     size_t sub_cnt;
@@ -137,6 +141,7 @@ struct fan {
     json_t *msg;
     enum fan_what what;
     enum mx_agg_kind kind;
+    struct mx_mcpup *scope; /* /mcp/<server>: waits for that upstream alone */
     ev_timer timer;
     size_t waiting;
     bool starting;
@@ -144,7 +149,8 @@ struct fan {
     size_t wait_cnt;
 };
 
-static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait);
+static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait,
+                     struct mx_mcpup *scope);
 
 /* The only place that indexes the upstream table. */
 static struct mx_mcpup *up_at(struct mx_mcp *m, size_t i)
@@ -237,12 +243,15 @@ static int sse_send(struct mx_mcp *m, struct mx_req *req, const json_t *msg)
  * §7.2): an HMAC over the call's handle, the expiry and the method and
  * name the retry must repeat. */
 static void state_mac(const struct mcp_modern *mm, const char *handle, long long expiry,
-                      const char *method, const char *name, char out[33])
+                      const char *method, const struct mx_mcpup *scope, const char *name,
+                      char out[33])
 {
     char buf[2048];
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    int n = snprintf(buf, sizeof(buf), "%s\n%lld\n%s\n%s", handle, expiry, method, name);
+    /* the endpoint too: a retry goes where the request went */
+    int n = snprintf(buf, sizeof(buf), "%s\n%lld\n%s\n%s\n%s", handle, expiry, method,
+                     scope ? scope->cfg->name : "", name);
     if (n < 0 || (size_t)n >= sizeof(buf))
         n = (int)sizeof(buf) - 1;
     HMAC(EVP_sha256(), mm->key, STATE_KEY_LEN, (const unsigned char *)buf, (size_t)n, md, &mdlen);
@@ -274,7 +283,7 @@ static char *state_new(struct mcall *c, double wait_s)
     if (expiry <= c->last_expiry)
         expiry = c->last_expiry + 1;
     c->last_expiry = expiry;
-    state_mac(c->mm, c->handle, expiry, c->method, c->name, mac);
+    state_mac(c->mm, c->handle, expiry, c->method, c->scope, c->name, mac);
     return mx_xasprintf("%s.%lld.%s", c->handle, expiry, mac);
 }
 
@@ -285,8 +294,8 @@ enum state_verdict {
 };
 
 static enum state_verdict state_check(const struct mcp_modern *mm, const char *state,
-                                      const char *method, const char *name,
-                                      char handle[HANDLE_LEN + 1])
+                                      const char *method, const struct mx_mcpup *scope,
+                                      const char *name, char handle[HANDLE_LEN + 1])
 {
     const char *d1 = strchr(state, '.');
     const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
@@ -303,7 +312,7 @@ static enum state_verdict state_check(const struct mcp_modern *mm, const char *s
     memcpy(handle, state, HANDLE_LEN);
     handle[HANDLE_LEN] = '\0';
     char mac[33];
-    state_mac(mm, handle, expiry, method, name, mac);
+    state_mac(mm, handle, expiry, method, scope, name, mac);
     if (CRYPTO_memcmp(mac, d2 + 1, 32) != 0)
         return STATE_BAD;
     return ev_now(mm->m->loop) > (double)expiry ? STATE_EXPIRED : STATE_OK;
@@ -641,10 +650,13 @@ static int call_on_message(struct mx_uprpc *rpc, uint64_t key, json_t *msg, void
         if (c->req && c->log_level >= 0 && level >= c->log_level) {
             json_t *out = json_deep_copy(msg);
             const char *logger = json_string_value(json_object_get(params, "logger"));
-            char *name = logger ? mx_xasprintf("%s/%s", c->u->cfg->alias, logger)
-                                : mx_xstrdup(c->u->cfg->alias);
-            json_object_set_new(json_object_get(out, "params"), "logger", json_string(name));
-            free(name);
+            /* at /mcp/<server> the server's own logger names */
+            if (c->scope == NULL) {
+                char *name = logger ? mx_xasprintf("%s/%s", c->u->cfg->alias, logger)
+                                    : mx_xstrdup(c->u->cfg->alias);
+                json_object_set_new(json_object_get(out, "params"), "logger", json_string(name));
+                free(name);
+            }
             call_send(c, out);
             json_decref(out);
         }
@@ -834,9 +846,10 @@ static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
     }
 }
 
-/* Route |msg| to |u| as |upmsg| (owned); |name| is what a retry repeats. */
+/* Route |msg| to |u| as |upmsg| (owned); |name| is what a retry repeats,
+ * |scope| the endpoint (NULL: /mcp). */
 static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, struct mx_mcpup *u,
-                       json_t *upmsg, const char *name)
+                       json_t *upmsg, const char *name, struct mx_mcpup *scope)
 {
     struct mx_mcp *m = mm->m;
     json_t *id = json_object_get(msg, "id");
@@ -854,6 +867,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     c->mm = mm;
     c->refs = 1;
     c->u = u;
+    c->scope = scope;
     mx_upstream_hold(u->up); /* a reload retires the upstream only after this */
     c->up_id = mcp_internal_id(m);
     c->method = mx_xstrdup(json_string_value(json_object_get(msg, "method")));
@@ -897,7 +911,7 @@ static struct mcall *call_by_handle(struct mcp_modern *mm, const char *handle)
 
 /* A retry carrying requestState (and usually inputResponses). */
 static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
-                       const struct mx_mcpup *u, const char *name)
+                       const struct mx_mcpup *u, const char *name, const struct mx_mcpup *scope)
 {
     struct mx_mcp *m = mm->m;
     json_t *id = json_object_get(msg, "id");
@@ -907,8 +921,10 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     char handle[HANDLE_LEN + 1];
     char text[300];
     enum state_verdict v =
-        state ? state_check(mm, state, method, name ? name : "", handle) : STATE_BAD;
+        state ? state_check(mm, state, method, scope, name ? name : "", handle) : STATE_BAD;
     struct mcall *c = v == STATE_OK ? call_by_handle(mm, handle) : NULL;
+    if (c && c->scope != scope)
+        c = NULL;
     if (v == STATE_BAD) {
         send_error(m, req, 200, id, RPC_INVALID_PARAMS,
                    "Invalid params: requestState was not issued by this mcplex for this request",
@@ -961,17 +977,18 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
 
 /* ---- routing ---- */
 
-static bool any_needs(struct mx_mcp *m, unsigned kinds)
+/* Whether an upstream (|scope| alone, when not NULL) must be asked first. */
+static bool any_needs(struct mx_mcp *m, unsigned kinds, const struct mx_mcpup *scope)
 {
     for (size_t i = 0; i < m->up_cnt; i++) {
-        if (mcp_up_needs(up_at(m, i), kinds, true))
+        if ((scope == NULL || up_at(m, i) == scope) && mcp_up_needs(up_at(m, i), kinds, true))
             return true;
     }
     return false;
 }
 
 static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum fan_what what,
-                      enum mx_agg_kind kind, unsigned kinds);
+                      enum mx_agg_kind kind, unsigned kinds, struct mx_mcpup *scope);
 
 /* tools/call, prompts/get and completion's ref/prompt: by exposed name. */
 static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
@@ -983,8 +1000,8 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     if (e)
         return e;
     /* a stateless client may call before anyone listed: load, look again */
-    if (may_wait && name && any_needs(m, KIND_BIT(kind))) {
-        fan_start(mm, req, msg, F_ROUTE, kind, KIND_BIT(kind));
+    if (may_wait && name && any_needs(m, KIND_BIT(kind), NULL)) {
+        fan_start(mm, req, msg, F_ROUTE, kind, KIND_BIT(kind), NULL);
         return NULL;
     }
     char text[300];
@@ -995,21 +1012,44 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     return NULL;
 }
 
+static const struct mx_str *req_header(const void *ctx, const char *name)
+{
+    return mx_req_header(ctx, name);
+}
+
+/*
+ * MCP 2026-07-28, Streamable HTTP, Custom Headers: a tools/call carries the
+ * arguments its tool's schema (|tool|, the upstream's item; NULL when not
+ * known) mirrors into Mcp-Param-* headers, checked as the last of the
+ * header checks. Returns false after answering the refusal.
+ */
+static bool params_pass(struct mx_mcp *m, struct mx_req *req, const json_t *msg, const json_t *tool)
+{
+    struct mx_rev_error err;
+    json_t *params = json_object_get(msg, "params");
+    if (tool == NULL ||
+        mx_rev_check_params(json_object_get(tool, "inputSchema"),
+                            json_object_get(params, "arguments"), req_header, req, &err) == 0)
+        return true;
+    send_error(m, req, err.status, json_object_get(msg, "id"), err.code, err.message, NULL);
+    return false;
+}
+
 static void route_named(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                         enum mx_agg_kind kind, bool may_wait)
 {
     json_t *params = json_object_get(msg, "params");
     const char *name = json_string_value(json_object_get(params, "name"));
     const struct mx_agg_entry *e = lookup(mm, req, msg, kind, name, may_wait);
-    if (e == NULL)
+    if (e == NULL || (kind == MX_AGG_TOOLS && !params_pass(mm->m, req, msg, e->item)))
         return;
     if (json_object_get(params, "requestState")) {
-        call_retry(mm, req, msg, up_at(mm->m, e->src), name);
+        call_retry(mm, req, msg, up_at(mm->m, e->src), name, NULL);
         return;
     }
     json_t *upmsg = json_deep_copy(msg);
     json_object_set_new(json_object_get(upmsg, "params"), "name", json_string(e->orig));
-    call_start(mm, req, msg, up_at(mm->m, e->src), upmsg, name);
+    call_start(mm, req, msg, up_at(mm->m, e->src), upmsg, name, NULL);
 }
 
 /* The upstream for |uri|, or NULL after answering (or waiting). */
@@ -1032,9 +1072,9 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
     if (r.cnt == 1)
         return up_at(m, r.cands[0]);
     if (r.cnt == 0 && may_wait &&
-        any_needs(m, KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES))) {
+        any_needs(m, KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL)) {
         fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES,
-                  KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES));
+                  KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL);
         return NULL;
     }
     if (r.cnt == 0) {
@@ -1071,9 +1111,9 @@ static void route_read(struct mcp_modern *mm, struct mx_req *req, json_t *msg, b
     if (u == NULL)
         return;
     if (json_object_get(params, "requestState"))
-        call_retry(mm, req, msg, u, uri);
+        call_retry(mm, req, msg, u, uri, NULL);
     else
-        call_start(mm, req, msg, u, json_deep_copy(msg), uri);
+        call_start(mm, req, msg, u, json_deep_copy(msg), uri, NULL);
 }
 
 static void route_completion(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait)
@@ -1088,14 +1128,14 @@ static void route_completion(struct mcp_modern *mm, struct mx_req *req, json_t *
         json_t *upmsg = json_deep_copy(msg);
         json_object_set_new(json_object_get(json_object_get(upmsg, "params"), "ref"), "name",
                             json_string(e->orig));
-        call_start(mm, req, msg, up_at(mm->m, e->src), upmsg, name);
+        call_start(mm, req, msg, up_at(mm->m, e->src), upmsg, name, NULL);
         return;
     }
     if (type && strcmp(type, "ref/resource") == 0) {
         const char *uri = json_string_value(json_object_get(ref, "uri"));
         struct mx_mcpup *u = route_uri(mm, req, msg, uri, true, may_wait);
         if (u)
-            call_start(mm, req, msg, u, json_deep_copy(msg), uri);
+            call_start(mm, req, msg, u, json_deep_copy(msg), uri, NULL);
         return;
     }
     send_error(mm->m, req, 200, json_object_get(msg, "id"), RPC_INVALID_PARAMS,
@@ -1104,14 +1144,63 @@ static void route_completion(struct mcp_modern *mm, struct mx_req *req, json_t *
 
 /* ---- server/discover and the lists: answered from the catalogues ---- */
 
-static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *msg)
+/*
+ * /mcp/<server> when its upstream cannot be shown (down, refusing its
+ * credential, not answered within the wait): the JSON-RPC error naming it,
+ * as a call would get (MCP checklist §9.2; never the upstream's 401).
+ * Returns true when |req| was answered so.
+ */
+static bool scope_unready(struct mx_mcp *m, struct mx_req *req, const json_t *msg,
+                          const struct mx_mcpup *u, int kind)
+{
+    if (mcp_up_visible(u) && u->init && (kind < 0 || u->lists[kind]))
+        return false;
+    struct mx_upfail fail;
+    if (u->state == UPS_FAILED)
+        fail = u->fail;
+    else
+        mx_upfail_transport(u->cfg, MX_ETIMEDOUT, NULL, &fail);
+    send_json(m, req, 200,
+              json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", json_object_get(msg, "id"),
+                        "error", mx_upfail_error(u->cfg, &fail)));
+    return true;
+}
+
+/* What one upstream offers, of what mcplex serves for it: listChanged on
+ * each list, since mcplex reports any change it sees (also after the
+ * upstream restarted); resources.subscribe as the upstream says. */
+static json_t *scope_caps(const struct mx_mcpup *u)
+{
+    static const char *const keys[] = {"tools", "prompts", "resources", "completions", "logging"};
+    json_t *caps = json_object_get(u->init, "capabilities");
+    json_t *out = json_object();
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(caps, keys[i]);
+        if (!json_is_object(v))
+            continue;
+        json_t *c = json_deep_copy(v);
+        if (i < 3)
+            json_object_set_new(c, "listChanged", json_true());
+        json_object_set_new(out, keys[i], c);
+    }
+    return out;
+}
+
+static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
+                             const struct mx_mcpup *scope)
 {
     struct mx_mcp *m = mm->m;
-    json_t *caps = mcp_merged_caps(m);
+    if (scope && scope_unready(m, req, msg, scope, -1))
+        return;
+    json_t *caps = scope ? scope_caps(scope) : mcp_merged_caps(m);
     /* resources.subscribe: resourceSubscriptions of subscriptions/listen */
     json_t *result =
         json_pack("{s:[s], s:o}", "supportedVersions", MX_REV_MODERN, "capabilities", caps);
-    json_t *ins = mcp_merged_instructions(m);
+    json_t *ins = NULL;
+    if (scope == NULL)
+        ins = mcp_merged_instructions(m);
+    else if (json_is_string(json_object_get(scope->init, "instructions")))
+        ins = json_deep_copy(json_object_get(scope->init, "instructions"));
     if (ins)
         json_object_set_new(result, "instructions", ins);
     /* capabilities change as upstreams come and go: no reuse */
@@ -1122,12 +1211,12 @@ static void respond_discover(struct mcp_modern *mm, struct mx_req *req, json_t *
 /* MCP 2026-07-28, Caching: a hint counts from when it was received, the
  * merged list is as fresh as its stalest source, and a source without a
  * hint (most 2025 upstreams) counts as 0. */
-static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind)
+static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind, const struct mx_mcpup *scope)
 {
     json_int_t min = -1;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = up_at(m, i);
-        if (!mcp_up_visible(u) || u->lists[kind] == NULL)
+        if (!mcp_up_visible(u) || u->lists[kind] == NULL || (scope && u != scope))
             continue;
         double age_ms = (ev_now(m->loop) - u->ttl_at[kind]) * 1000.0;
         json_int_t left = (json_int_t)((double)u->ttl_ms[kind] - age_ms);
@@ -1139,18 +1228,82 @@ static json_int_t list_ttl(struct mx_mcp *m, enum mx_agg_kind kind)
     return min < 0 ? 0 : min;
 }
 
-static void respond_list(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
-                         enum mx_agg_kind kind)
+/*
+ * One page of one upstream's own list, in its order and with its names. The
+ * cursor is one of /mcp's with a single source and the kind marked, so that
+ * neither endpoint takes the other's.
+ */
+static json_t *scope_page(struct mx_mcp *m, const struct mx_mcpup *u, enum mx_agg_kind kind,
+                          const json_t *params, const char **why)
 {
+    json_t *all = u->lists[kind];
+    json_t *cur = json_object_get(params, "cursor");
+    uint8_t ckind = (uint8_t)(kind | CURSOR_SCOPED);
+    struct mx_cursor c;
+    size_t pos = 0;
+    if (cur) {
+        const char *t = json_string_value(cur);
+        if (t == NULL ||
+            mx_cursor_decode(mx_str_make(t, json_string_length(cur)), m->cursor_key, &c) != 0 ||
+            c.kind != ckind || c.cnt != 1 || c.v[0].src != u->idx) {
+            *why = "Invalid cursor";
+            return NULL;
+        }
+        if (c.v[0].gen != u->gen[kind]) {
+            *why = "Invalid cursor: the list changed since; list again from the start";
+            return NULL;
+        }
+        pos = c.v[0].pos;
+    }
+    size_t n = json_array_size(all);
+    /* a slot past what a cursor can name gets the list on one page */
+    size_t page = u->idx <= 255 ? (size_t)m->cfg->proxy.page_size : n;
+    json_t *items = json_array();
+    for (size_t i = pos; i < n && i - pos < page; i++)
+        json_array_append(items, json_array_get(all, i));
+    json_t *result = json_pack("{s:o}", mx_agg_list_key(kind), items);
+    if (pos + page < n) {
+        char text[MX_CURSOR_TEXT_MAX];
+        memset(&c, 0, sizeof(c));
+        c.kind = ckind;
+        c.cnt = 1;
+        c.v[0].src = (uint8_t)u->idx;
+        c.v[0].gen = u->gen[kind];
+        c.v[0].pos = (uint32_t)(pos + page);
+        if (mx_cursor_encode(&c, m->cursor_key, text, sizeof(text)) > 0)
+            json_object_set_new(result, "nextCursor", json_string(text));
+    }
+    return result;
+}
+
+static void respond_list(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
+                         enum mx_agg_kind kind, const struct mx_mcpup *scope)
+{
+    static const char *const caps[MX_AGG_KIND_CNT] = {"tools", "prompts", "resources", "resources"};
     const char *why = NULL;
     json_t *id = json_object_get(msg, "id");
-    json_t *result = mcp_list_page(mm->m, kind, json_object_get(msg, "params"), &why);
+    json_t *params = json_object_get(msg, "params");
+    json_t *result;
+    if (scope == NULL) {
+        result = mcp_list_page(mm->m, kind, params, &why);
+    } else {
+        if (scope_unready(mm->m, req, msg, scope, (int)kind))
+            return;
+        /* MCP 2026-07-28, Server Discovery: what is not advertised is not
+         * there */
+        if (!json_is_object(
+                json_object_get(json_object_get(scope->init, "capabilities"), caps[kind]))) {
+            send_error(mm->m, req, 404, id, RPC_NO_METHOD, "Method not found", NULL);
+            return;
+        }
+        result = scope_page(mm->m, scope, kind, params, &why);
+    }
     if (result == NULL) {
         /* MCP 2026-07-28, Pagination: an invalid cursor is -32602 */
         send_error(mm->m, req, 200, id, RPC_INVALID_PARAMS, why, NULL);
         return;
     }
-    finish_result(result, true, list_ttl(mm->m, kind));
+    finish_result(result, true, list_ttl(mm->m, kind, scope));
     send_result(mm->m, req, id, result);
 }
 
@@ -1183,6 +1336,7 @@ static void fan_finish(struct fan *f)
     json_t *msg = json_incref(f->msg);
     enum fan_what what = f->what;
     enum mx_agg_kind kind = f->kind;
+    struct mx_mcpup *scope = f->scope;
     struct mcp_modern *mm = f->mm;
     f->req = NULL;
     if (req)
@@ -1193,11 +1347,11 @@ static void fan_finish(struct fan *f)
         return;
     }
     if (what == F_DISCOVER)
-        respond_discover(mm, req, msg);
+        respond_discover(mm, req, msg, scope);
     else if (what == F_LIST)
-        respond_list(mm, req, msg, kind);
+        respond_list(mm, req, msg, kind, scope);
     else
-        dispatch(mm, req, msg, false);
+        dispatch(mm, req, msg, false, scope);
     json_decref(msg);
 }
 
@@ -1228,13 +1382,23 @@ static void fan_abort(struct mx_req *req, void *data)
     fan_free(f);
 }
 
+/* How long /mcp/<server> waits for its upstream's catalogue: as long as a
+ * request to it may take, a wake included (the refresh ends sooner, and
+ * says why when it fails). */
+static double scope_wait_s(const struct mx_mcpup *u)
+{
+    int64_t rt = u->cfg->request_timeout_ms > 0 ? u->cfg->request_timeout_ms : 300000;
+    return (double)(rt + u->cfg->wake_timeout_ms) / 1000.0 + 1.0;
+}
+
 /*
  * Wait for the upstreams whose catalogue of |kinds| is missing or stale,
  * through their shared sessions, at most fanout_timeout (MCP checklist
- * §9.2: one slow upstream must not hang the answer); then answer.
+ * §9.2: one slow upstream must not hang the answer); then answer. With a
+ * |scope| (/mcp/<server>) that upstream alone, as long as it may take.
  */
 static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum fan_what what,
-                      enum mx_agg_kind kind, unsigned kinds)
+                      enum mx_agg_kind kind, unsigned kinds, struct mx_mcpup *scope)
 {
     struct mx_mcp *m = mm->m;
     struct fan *f = mx_xcalloc(1, sizeof(*f));
@@ -1243,15 +1407,18 @@ static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, en
     f->msg = json_incref(msg);
     f->what = what;
     f->kind = kind;
+    f->scope = scope;
     f->wait_cnt = m->up_cnt; /* a reload may add slots while this waits */
     f->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*f->waits));
     f->next = mm->fans;
     mm->fans = f;
-    ev_timer_init(&f->timer, fan_timer, (double)m->cfg->proxy.fanout_timeout_ms / 1000.0, 0.0);
+    ev_timer_init(&f->timer, fan_timer,
+                  scope ? scope_wait_s(scope) : (double)m->cfg->proxy.fanout_timeout_ms / 1000.0,
+                  0.0);
     f->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = up_at(m, i);
-        if (kinds == 0 || !mcp_up_needs(u, kinds, true))
+        if (kinds == 0 || (scope && u != scope) || !mcp_up_needs(u, kinds, true))
             continue;
         f->waits[i].f = f;
         f->waits[i].w.cb = fan_up_done;
@@ -1372,6 +1539,19 @@ static void listen_free(struct listen *l)
     free(l);
 }
 
+/* MCP 2026-07-28, Subscriptions: a graceful end is a result. */
+static void listen_end(struct listen *l)
+{
+    json_t *result = json_pack("{s:{s:O}}", "_meta", MX_REV_META_SUBSCRIPTION_ID, l->id);
+    finish_result(result, false, 0);
+    json_t *r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", l->id, "result", result);
+    if (sse_send(l->mm->m, l->req, r) != MX_ECLOSED)
+        mx_req_end(l->req);
+    json_decref(r);
+    l->req = NULL;
+    listen_free(l);
+}
+
 static void listen_abort(struct mx_req *req, void *data)
 {
     struct listen *l = data;
@@ -1417,18 +1597,28 @@ static const char *const want_keys[MX_AGG_KIND_CNT] = {"toolsListChanged", "prom
                                                        "resourcesListChanged", NULL};
 
 /* The one upstream serving |uri| that offers resources/subscribe, or NULL. */
-static struct mx_mcpup *subscribable(struct mx_mcp *m, const char *uri)
+static struct mx_mcpup *subscribable(struct mx_mcp *m, const char *uri, struct mx_mcpup *scope)
 {
     struct mx_uriroute_result r;
-    struct mx_mcpup *u = NULL;
-    mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
-    if (r.cnt == 1)
-        u = up_at(m, r.cands[0]);
+    struct mx_mcpup *u = scope;
+    if (scope == NULL) {
+        mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
+        if (r.cnt == 1)
+            u = up_at(m, r.cands[0]);
+    }
     json_t *res = json_object_get(json_object_get(u ? u->init : NULL, "capabilities"), "resources");
     return json_is_true(json_object_get(res, "subscribe")) ? u : NULL;
 }
 
-static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait)
+/* A scoped stream's view of |u|'s list |k| (resources with templates):
+ * generations only grow, so a changed sum is a changed list. */
+static uint32_t listen_gen(const struct mx_mcpup *u, int k)
+{
+    return k == MX_AGG_RESOURCES ? u->gen[k] + u->gen[MX_AGG_TEMPLATES] : u->gen[k];
+}
+
+static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait,
+                         struct mx_mcpup *scope)
 {
     struct mx_mcp *m = mm->m;
     json_t *id = json_object_get(msg, "id");
@@ -1445,8 +1635,8 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     /* resources are found through the catalogues: load them first */
     unsigned res = KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES);
     if (may_wait && json_array_size(json_object_get(filter, "resourceSubscriptions")) &&
-        any_needs(m, res)) {
-        fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES, res);
+        any_needs(m, res, scope)) {
+        fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES, res, scope);
         return;
     }
     if (start_sse(req) != 0)
@@ -1455,6 +1645,9 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     l->mm = mm;
     l->req = req;
     l->id = json_incref(id);
+    l->scope = scope;
+    for (int k = 0; scope && k < MX_AGG_KIND_CNT; k++)
+        l->seen[k] = listen_gen(scope, k);
     l->next = mm->listens;
     mm->listens = l;
     mm->listen_cnt++;
@@ -1478,7 +1671,8 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     json_array_foreach(uris, i, v)
     {
         const char *uri = json_string_value(v);
-        struct mx_mcpup *u = uri && l->sub_cnt < MAX_LISTEN_URIS ? subscribable(m, uri) : NULL;
+        struct mx_mcpup *u =
+            uri && l->sub_cnt < MAX_LISTEN_URIS ? subscribable(m, uri, scope) : NULL;
         if (u == NULL)
             continue;
         l->subs[l->sub_cnt++] = rsub_ref(mm, u->idx, uri);
@@ -1493,7 +1687,7 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     /* changes reach mcplex on the upstreams' shared sessions: open them */
     for (size_t k = 0; k < m->up_cnt; k++) {
         struct mx_mcpup *u = up_at(m, k);
-        if (mcp_up_needs(u, KINDS_ALL, true))
+        if ((scope == NULL || u == scope) && mcp_up_needs(u, KINDS_ALL, true))
             mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
     }
 }
@@ -1510,7 +1704,13 @@ void mcp_modern_announce(struct mx_mcp *m, const bool *changed)
     for (struct listen *l = mm->listens; l; l = next) {
         next = l->next;
         for (int k = 0; k < MX_AGG_TEMPLATES; k++) {
-            if (changed[k] && l->want[k] && !listen_send(l, methods[k], json_object()))
+            bool now = changed[k];
+            if (l->scope) {
+                /* /mcp/<server>: what that upstream's own list did */
+                now = listen_gen(l->scope, k) != l->seen[k];
+                l->seen[k] = listen_gen(l->scope, k);
+            }
+            if (now && l->want[k] && !listen_send(l, methods[k], json_object()))
                 break;
         }
     }
@@ -1536,19 +1736,71 @@ void mcp_modern_resource_updated(struct mx_mcp *m, size_t up, json_t *msg)
 
 /* ---- the request ---- */
 
-static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait)
+/*
+ * /mcp/<server>: a routed request goes to that upstream as the client sent
+ * it, with its own names, unknown ones included (the upstream answers for
+ * them, as it does for a 2025 client relayed there); |name| is what a retry
+ * must repeat.
+ */
+static void route_scoped(struct mcp_modern *mm, struct mx_req *req, json_t *msg, struct mx_mcpup *u,
+                         const char *name)
 {
+    if (strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") == 0) {
+        /* the tool as the upstream listed it, when mcplex has its list */
+        const json_t *tool = NULL;
+        size_t i;
+        json_t *t;
+        json_array_foreach(u->lists[MX_AGG_TOOLS], i, t)
+        {
+            const char *tn = json_string_value(json_object_get(t, "name"));
+            if (name && tn && strcmp(tn, name) == 0) {
+                tool = t;
+                break;
+            }
+        }
+        if (!params_pass(mm->m, req, msg, tool))
+            return;
+    }
+    if (json_object_get(json_object_get(msg, "params"), "requestState"))
+        call_retry(mm, req, msg, u, name, u);
+    else
+        call_start(mm, req, msg, u, json_deep_copy(msg), name, u);
+}
+
+/* The name or URI a routed request of /mcp/<server> is about. */
+static const char *scoped_name(const char *method, json_t *params)
+{
+    if (strcmp(method, "resources/read") == 0)
+        return json_string_value(json_object_get(params, "uri"));
+    if (strcmp(method, "completion/complete") == 0) {
+        json_t *ref = json_object_get(params, "ref");
+        json_t *n = json_object_get(ref, "name");
+        return json_string_value(n ? n : json_object_get(ref, "uri"));
+    }
+    return json_string_value(json_object_get(params, "name"));
+}
+
+static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait,
+                     struct mx_mcpup *scope)
+{
+    static const char *const lists[MX_AGG_KIND_CNT] = {
+        "tools/list", "prompts/list", "resources/list", "resources/templates/list"};
     const char *method = json_string_value(json_object_get(msg, "method"));
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        if (strcmp(method, lists[k]) == 0) {
+            fan_start(mm, req, msg, F_LIST, (enum mx_agg_kind)k, KIND_BIT(k), scope);
+            return;
+        }
+    }
+    bool routed = strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0 ||
+                  strcmp(method, "resources/read") == 0 ||
+                  strcmp(method, "completion/complete") == 0;
     if (strcmp(method, "server/discover") == 0) {
-        fan_start(mm, req, msg, F_DISCOVER, MX_AGG_TOOLS, may_wait ? KINDS_ALL : 0);
-    } else if (strcmp(method, "tools/list") == 0) {
-        fan_start(mm, req, msg, F_LIST, MX_AGG_TOOLS, KIND_BIT(MX_AGG_TOOLS));
-    } else if (strcmp(method, "prompts/list") == 0) {
-        fan_start(mm, req, msg, F_LIST, MX_AGG_PROMPTS, KIND_BIT(MX_AGG_PROMPTS));
-    } else if (strcmp(method, "resources/list") == 0) {
-        fan_start(mm, req, msg, F_LIST, MX_AGG_RESOURCES, KIND_BIT(MX_AGG_RESOURCES));
-    } else if (strcmp(method, "resources/templates/list") == 0) {
-        fan_start(mm, req, msg, F_LIST, MX_AGG_TEMPLATES, KIND_BIT(MX_AGG_TEMPLATES));
+        fan_start(mm, req, msg, F_DISCOVER, MX_AGG_TOOLS, may_wait ? KINDS_ALL : 0, scope);
+    } else if (strcmp(method, "subscriptions/listen") == 0) {
+        listen_start(mm, req, msg, may_wait, scope);
+    } else if (routed && scope) {
+        route_scoped(mm, req, msg, scope, scoped_name(method, json_object_get(msg, "params")));
     } else if (strcmp(method, "tools/call") == 0) {
         route_named(mm, req, msg, MX_AGG_TOOLS, may_wait);
     } else if (strcmp(method, "prompts/get") == 0) {
@@ -1557,8 +1809,6 @@ static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, boo
         route_read(mm, req, msg, may_wait);
     } else if (strcmp(method, "completion/complete") == 0) {
         route_completion(mm, req, msg, may_wait);
-    } else if (strcmp(method, "subscriptions/listen") == 0) {
-        listen_start(mm, req, msg, may_wait);
     }
 }
 
@@ -1596,7 +1846,7 @@ bool mcp_modern_refuses(struct mx_mcp *m, struct mx_req *req)
     return true;
 }
 
-void mcp_modern_post(struct mx_mcp *m, struct mx_req *req, json_t *msg)
+static void modern_post(struct mx_mcp *m, struct mx_req *req, json_t *msg, struct mx_mcpup *scope)
 {
     struct mcp_modern *mm = m->modern;
     trace(m, "c2s", mx_req_body(req));
@@ -1620,7 +1870,63 @@ void mcp_modern_post(struct mx_mcp *m, struct mx_req *req, json_t *msg)
         send_error(m, req, 200, id, RPC_INVALID_PARAMS, "Invalid params: unknown logLevel", NULL);
         return;
     }
-    dispatch(mm, req, msg, true);
+    dispatch(mm, req, msg, true, scope);
+}
+
+void mcp_modern_post(struct mx_mcp *m, struct mx_req *req, json_t *msg)
+{
+    modern_post(m, req, msg, NULL);
+}
+
+bool mx_mcp_modern_serve_one(struct mx_mcp *m, struct mx_upstream *up, struct mx_req *req,
+                             json_t *msg)
+{
+    if (!mx_str_eq(mx_req_method(req), MX_STR_LIT("POST")))
+        return mcp_modern_refuses(m, req);
+    if (!json_is_object(msg) || !mcp_modern_claims(req, msg))
+        return false;
+    struct mx_mcpup *u = up->idx < m->up_cnt ? up_at(m, up->idx) : NULL;
+    struct mx_rev_error err;
+    if (mx_rev_check_media(mx_req_header(req, "Content-Type"), mx_req_header(req, "Accept"),
+                           &err) != 0) {
+        send_error(m, req, err.status, NULL, err.code, err.message, NULL);
+    } else if (mx_rpc_classify(msg) == MX_RPC_INVALID) {
+        json_t *id = json_object_get(msg, "id");
+        send_error(m, req, 400, json_is_string(id) || json_is_integer(id) ? id : NULL,
+                   RPC_INVALID_REQUEST, "Invalid Request", NULL);
+    } else if (u == NULL || u->up != up) {
+        /* a reload is replacing the slot */
+        send_error(m, req, 503, json_object_get(msg, "id"), RPC_INTERNAL,
+                   "the server is being reloaded; try again", NULL);
+    } else {
+        modern_post(m, req, msg, u);
+    }
+    return true;
+}
+
+void mx_mcp_modern_retired(struct mx_mcp *m, size_t idx)
+{
+    struct mcp_modern *mm = m->modern;
+    if (mm == NULL || idx >= m->up_cnt)
+        return;
+    struct mx_mcpup *u = up_at(m, idx);
+    struct listen *next;
+    for (struct listen *l = mm->listens; l; l = next) {
+        next = l->next;
+        if (l->scope == u)
+            listen_end(l);
+    }
+    struct fan *fnext;
+    for (struct fan *f = mm->fans; f; f = fnext) {
+        fnext = f->next;
+        if (f->scope == u) {
+            if (f->req)
+                send_error(m, f->req, 503, json_object_get(f->msg, "id"), RPC_INTERNAL,
+                           "the server left the config at a reload", NULL);
+            f->req = NULL;
+            fan_free(f);
+        }
+    }
 }
 
 /* ---- setup ---- */
@@ -1648,18 +1954,8 @@ void mcp_modern_free(struct mcp_modern *mm)
         f->req = NULL;
         fan_free(f);
     }
-    while (mm->listens) {
-        /* MCP 2026-07-28, Subscriptions: a graceful end is a result */
-        struct listen *l = mm->listens;
-        json_t *result = json_pack("{s:{s:O}}", "_meta", MX_REV_META_SUBSCRIPTION_ID, l->id);
-        finish_result(result, false, 0);
-        json_t *r = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", l->id, "result", result);
-        if (sse_send(mm->m, l->req, r) != MX_ECLOSED)
-            mx_req_end(l->req);
-        json_decref(r);
-        l->req = NULL;
-        listen_free(l);
-    }
+    while (mm->listens)
+        listen_end(mm->listens);
     while (mm->calls) {
         struct mcall *c = mm->calls;
         c->orphan = true;

@@ -8,7 +8,9 @@
  * Round-Trip input_required results whose signed requestState leads the
  * client's retry back to the waiting upstream call; subscriptions/listen
  * streams carry list_changed and resource updates. Internal to /mcp
- * (mcp.c, mcp_up.c).
+ * (mcp.c, mcp_up.c), except the two mx_ functions below, through which
+ * /mcp/<server> (forward.c) serves its 2026-07-28 clients with the same
+ * machinery scoped to one upstream: its own names, lists and capabilities.
  */
 #ifndef MX_MCP_2026_H
 #define MX_MCP_2026_H
@@ -21,6 +23,7 @@
 #include "req.h"
 
 struct mx_mcp;
+struct mx_upstream;
 struct mcp_modern;
 
 /* State for the modern clients of |m|; freed with mcp_modern_free(), which
@@ -46,5 +49,21 @@ void mcp_modern_resource_updated(struct mx_mcp *m, size_t up, json_t *msg);
 /* How many holders of |uri| of upstream |up| the modern clients count as
  * (0 or 1): the shared session stays subscribed while it is not 0. */
 size_t mcp_modern_subscribed(struct mx_mcp *m, size_t up, const char *uri);
+
+/*
+ * /mcp/<server> for upstream |up|: when |req| belongs to the stateless
+ * revision (the same classifier as /mcp; |msg| is its parsed POST body,
+ * borrowed, or NULL), answer it over that upstream alone and return true:
+ * the same checks and errors as /mcp, server/discover with its
+ * capabilities and instructions, its own lists and names unprefixed and
+ * unfiltered, calls relayed as sent, subscriptions/listen for its changes,
+ * GET and DELETE 405. Returns false, having answered nothing, for a 2025
+ * request.
+ */
+bool mx_mcp_modern_serve_one(struct mx_mcp *m, struct mx_upstream *up, struct mx_req *req,
+                             json_t *msg);
+/* Upstream slot |idx| was retired at a reload: its listen streams end (with
+ * the final result) and its waiting lists are refused. */
+void mx_mcp_modern_retired(struct mx_mcp *m, size_t idx);
 
 #endif

@@ -6,17 +6,21 @@
  * conformance suite expects.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
 #include "err.h"
+#include "num.h"
 #include "revision.h"
 
-#define RPC_NO_METHOD      -32601
-#define RPC_INVALID_PARAMS -32602
-#define NAME_MAX_LEN       4096
+#define RPC_INVALID_REQUEST -32600
+#define RPC_NO_METHOD       -32601
+#define RPC_INVALID_PARAMS  -32602
+#define NAME_MAX_LEN        4096
 
 static const char *const supported[] = {MX_REV_MODERN, NULL};
 
@@ -90,6 +94,30 @@ static int refuse(struct mx_rev_error *err, int status, int code, json_t *data, 
     return MX_EPROTO;
 }
 
+/* Whether the Accept value |a| admits |type|. */
+static bool accept_has(const struct mx_str *a, const char *type)
+{
+    return memmem(a->p, a->len, type, strlen(type)) != NULL || memmem(a->p, a->len, "*/*", 3);
+}
+
+int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *accept,
+                       struct mx_rev_error *err)
+{
+    static const char json[] = "application/json";
+    size_t jl = sizeof(json) - 1;
+    const struct mx_str *ct = content_type;
+    bool is_json = ct && ct->len >= jl && strncasecmp(ct->p, json, jl) == 0 &&
+                   (ct->len == jl || ct->p[jl] == ';' || ct->p[jl] == ' ');
+    err->data = NULL;
+    if (!is_json)
+        return refuse(err, 415, RPC_INVALID_REQUEST, NULL,
+                      "Unsupported Media Type: Content-Type must be application/json");
+    if (accept == NULL || !accept_has(accept, json) || !accept_has(accept, "text/event-stream"))
+        return refuse(err, 406, RPC_INVALID_REQUEST, NULL,
+                      "Not Acceptable: Accept must list application/json and text/event-stream");
+    return 0;
+}
+
 int mx_rev_header_decode(struct mx_str v, char *out, size_t cap)
 {
     static const char pre[] = "=?base64?";
@@ -134,6 +162,76 @@ int mx_rev_header_decode(struct mx_str v, char *out, size_t cap)
     memcpy(out, v.p, v.len);
     out[v.len] = '\0';
     return (int)v.len;
+}
+
+#define PARAM_VALUE_MAX 8192
+
+/* Whether |name| may follow "Mcp-Param-" (an RFC 9110 token). */
+static bool param_name_ok(const char *name)
+{
+    if (*name == '\0' || strlen(name) > 64)
+        return false;
+    for (const char *p = name; *p; p++) {
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *p)))
+            return false;
+    }
+    return true;
+}
+
+/* Whether the decoded header |h| (|len| bytes) says what |v| is. */
+static bool param_matches(const char *h, size_t len, const json_t *v)
+{
+    if (json_is_string(v))
+        return json_string_length(v) == len && memcmp(json_string_value(v), h, len) == 0;
+    if (json_is_boolean(v))
+        return strcmp(h, json_is_true(v) ? "true" : "false") == 0;
+    if (json_is_integer(v)) {
+        int64_t n;
+        return mx_num_parse(h, len, INT64_MIN, INT64_MAX, &n) == 0 && n == json_integer_value(v);
+    }
+    return false;
+}
+
+int mx_rev_check_params(const json_t *input_schema, const json_t *arguments, mx_rev_header_fn get,
+                        const void *ctx, struct mx_rev_error *err)
+{
+    char buf[PARAM_VALUE_MAX];
+    const char *prop;
+    json_t *schema;
+    err->data = NULL;
+    json_object_foreach(json_object_get(input_schema, "properties"), prop, schema)
+    {
+        const char *name = json_string_value(json_object_get(schema, "x-mcp-header"));
+        const char *type = json_string_value(json_object_get(schema, "type"));
+        if (name == NULL || !param_name_ok(name) || type == NULL ||
+            (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
+             strcmp(type, "boolean") != 0))
+            continue;
+        char hname[80];
+        snprintf(hname, sizeof(hname), "Mcp-Param-%s", name);
+        const struct mx_str *h = get(ctx, hname);
+        const json_t *v = json_object_get(arguments, prop);
+        bool has_value = v != NULL && !json_is_null(v);
+        if (h == NULL && !has_value)
+            continue;
+        if (h == NULL)
+            return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                          "Bad Request: header %s is required: arguments.%.100s is set", hname,
+                          prop);
+        if (!has_value)
+            return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                          "Bad Request: header %s is sent but arguments.%.100s is not", hname,
+                          prop);
+        int n = mx_rev_header_decode(*h, buf, sizeof(buf));
+        if (n < 0)
+            return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                          "Bad Request: header %s is not a valid value", hname);
+        if (!param_matches(buf, (size_t)n, v))
+            return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
+                          "Bad Request: header %s does not match arguments.%.100s", hname, prop);
+    }
+    return 0;
 }
 
 /* The body value Mcp-Name mirrors, or NULL for methods without one. */

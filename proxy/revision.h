@@ -70,6 +70,33 @@ bool mx_rev_version_supported(const char *v);
 int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_error *err);
 
 /*
+ * The media checks of a POST (MCP 2026-07-28, Streamable HTTP, the same as
+ * for 2025 clients at /mcp): Content-Type application/json (415), and an
+ * Accept header listing application/json and text/event-stream (406). The
+ * header values may be NULL (absent). Returns 0, or MX_EPROTO with |*err|
+ * filled (code -32600, no data).
+ */
+int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *accept,
+                       struct mx_rev_error *err);
+
+/* Looks up the request header |name| (case-insensitive); NULL when absent. */
+typedef const struct mx_str *(*mx_rev_header_fn)(const void *ctx, const char *name);
+
+/*
+ * MCP 2026-07-28, Streamable HTTP, Custom Headers: the Mcp-Param-{Name}
+ * headers of a tools/call, for each property of the tool's |input_schema|
+ * whose "x-mcp-header" names one (string, integer and boolean properties;
+ * other annotations are ignored), against its value in |arguments|. A value
+ * without its header, a header without its value, a header that does not
+ * decode (=?base64?...?= form, visible ASCII otherwise), or that differs
+ * from the value (integers compared as numbers, booleans as true/false) is
+ * 400/-32020. |get| reads the headers with |ctx|. Returns 0, or MX_EPROTO
+ * with |*err| filled (no data).
+ */
+int mx_rev_check_params(const json_t *input_schema, const json_t *arguments, mx_rev_header_fn get,
+                        const void *ctx, struct mx_rev_error *err);
+
+/*
  * Decode a header value that may use the Base64 sentinel form of MCP
  * 2026-07-28 into |out| (|cap| bytes, NUL added). Plain values must be
  * visible ASCII or spaces inside. Returns the decoded length, or MX_EINVAL

@@ -637,9 +637,9 @@ static void client_cancelled(struct bsess *bs, json_t *msg)
     }
 }
 
-static void post(struct bridge *b, struct mx_req *req)
+static void post(struct bridge *b, struct mx_req *req, json_t *body)
 {
-    json_t *msg = mx_rpc_parse(mx_req_body(req));
+    json_t *msg = json_incref(body);
     if (msg == NULL) {
         respond_error(req, 400, NULL, -32700, "Parse error");
         return;
@@ -702,12 +702,12 @@ static bool accepts_sse(const struct mx_req *req)
     return acc && memmem(acc->p, acc->len, "text/event-stream", 17) != NULL;
 }
 
-void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req)
+void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req, json_t *msg)
 {
     struct mx_str method = mx_req_method(req);
     struct bridge *b = bridge_for(gw, up);
     if (mx_str_eq(method, MX_STR_LIT("POST"))) {
-        post(b, req);
+        post(b, req, msg);
         return;
     }
     if (mx_str_eq(method, MX_STR_LIT("GET"))) {

@@ -19,13 +19,16 @@
 #ifndef MX_STDIO_SERVE_H
 #define MX_STDIO_SERVE_H
 
+#include <jansson.h>
+
 #include "gateway.h"
 
 struct mx_stdio_serve;
 
-/* Serve |req| for stdio upstream |up| of |gw|; the endpoint's state is made
- * on first use and kept in gw->stdio_serve. */
-void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req);
+/* Serve |req| for stdio upstream |up| of |gw| (|msg|: its POST body parsed,
+ * borrowed; NULL when it is not JSON); the endpoint's state is made on
+ * first use and kept in gw->stdio_serve. */
+void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req, json_t *msg);
 
 /* End every session and process of the endpoint; accepts NULL. Call after
  * the HTTP server is freed. */

@@ -2,26 +2,34 @@
 # SPDX-License-Identifier: MIT
 #
 # The official MCP conformance suite (server side), against sandbox-sim
-# --conformance directly and through mcplex, in one run:
+# --conformance directly, through mcplex's /mcp and through its /mcp/<server>,
+# in one run:
 #
 #   tests/conformance/run.sh [--build DIR] [--sets "2025-11-25 2026-07-28 stable"]
 #                            [--out DIR] [--keep]
 #
 # Starts build/sandbox-sim --conformance on 127.0.0.1:0, then build/mcplex with
 # that sim as its only upstream (plain HTTP, no client token, names
-# unprefixed because one server offers them), and runs the suite against both
-# URLs for each requirement set:
+# unprefixed because one server offers them), and runs the suite against its
+# URLs for each requirement set, one side each:
+#   direct      http://127.0.0.1:<sim>/mcp
+#   mcplex      http://127.0.0.1:<mcplex>/mcp (the merged endpoint)
+#   server      http://127.0.0.1:<mcplex>/mcp/sim (that upstream alone; the
+#               2025-11-25 and 2026-07-28 sets only)
+# The sets:
 #   2025-11-25  conformance 0.2.0-alpha.12 --requirements 2025-11-25
 #   2026-07-28  conformance 0.2.0-alpha.12 --requirements 2026-07-28
 #   stable      conformance 0.1.16, its default (active) suite, 2025 wire
-# Prints one row per scenario: set, scenario, result directly, result through
-# mcplex. A scenario fails when any of its checks fails; a scenario whose
-# checks were all skipped is "skip".
+# Prints one row per scenario: set, scenario, its result on each side ("-"
+# where the set is not run on that side). A scenario fails when any of its
+# checks fails; a scenario whose checks were all skipped is "skip".
 #
-# Exit status: 1 when a scenario fails through mcplex, or directly, without a
-# matching line in tests/conformance/baseline.txt; 2 on a setup problem
-# (missing build or node packages, a process that does not start). Baseline
-# lines whose scenario now passes are reported as stale (not an error).
+# Exit status: 1 when a scenario fails on any side without a matching line in
+# tests/conformance/baseline.txt (its side column: direct, mcplex or server,
+# several joined with commas, "both" for direct,mcplex, or "all"); 2 on a
+# setup problem (missing build or node packages, a process that does not
+# start). Baseline lines whose scenario now passes are reported as stale (not
+# an error).
 #
 # Node 22 and the suite come from tests/conformance/node_modules (installed by
 # .ci/setup). Everything listens on 127.0.0.1; every process started here is
@@ -45,7 +53,7 @@ while [ $# -gt 0 ]; do
     --sets) sets=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '3,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -133,7 +141,26 @@ mx_port=$(wait_port "$work/mcplex.port" "${pids[-1]}") || {
 
 direct=http://127.0.0.1:$sim_port/mcp
 through=http://127.0.0.1:$mx_port/mcp
-printf 'conformance: sandbox-sim at %s, mcplex at %s, results in %s\n' "$direct" "$through" "$work"
+server=http://127.0.0.1:$mx_port/mcp/sim
+printf 'conformance: sandbox-sim at %s, mcplex at %s and %s, results in %s\n' "$direct" "$through" \
+    "$server" "$work"
+
+# sides_of SET: the sides SET runs on.
+sides_of() {
+    case $1 in
+    stable) echo "direct mcplex" ;;
+    *) echo "direct mcplex server" ;;
+    esac
+}
+
+# url_of SIDE
+url_of() {
+    case $1 in
+    direct) echo "$direct" ;;
+    mcplex) echo "$through" ;;
+    server) echo "$server" ;;
+    esac
+}
 
 # run_suite SET SIDE URL: one suite run into $work/SET-SIDE.
 run_suite() {
@@ -182,7 +209,12 @@ verdict_of() {
 in_baseline() {
     awk -v s="$1" -v n="$2" -v w="$3" '
         /^[[:space:]]*(#|$)/ { next }
-        $1 == s && $2 == n && ($3 == w || $3 == "both") { found = 1 }
+        $1 == s && $2 == n {
+            k = split($3 == "both" ? "direct,mcplex" : $3, side, ",")
+            for (i = 1; i <= k; i++)
+                if (side[i] == w || side[i] == "all")
+                    found = 1
+        }
         END { exit !found }' "$baseline"
 }
 
@@ -195,16 +227,26 @@ for set in $sets; do
     2025-11-25 | 2026-07-28 | stable) ;;
     *) die "unknown set '$set' (2025-11-25, 2026-07-28, stable)" ;;
     esac
-    run_suite "$set" direct "$direct"
-    run_suite "$set" mcplex "$through"
-    verdicts "$set" direct >"$work/$set-direct.tsv"
-    verdicts "$set" mcplex >"$work/$set-mcplex.tsv"
-    # Every scenario either side ran; a side that did not run it says "missing".
-    cut -f1 "$work/$set-direct.tsv" "$work/$set-mcplex.tsv" | sort -u | while read -r sc; do
-        d=$(verdict_of "$sc" "$work/$set-direct.tsv")
-        m=$(verdict_of "$sc" "$work/$set-mcplex.tsv")
-        printf '%s\t%s\t%s\t%s\n' "$set" "$sc" "${d:-missing}" "${m:-missing}"
-    done >>"$report"
+    for side in $(sides_of "$set"); do
+        run_suite "$set" "$side" "$(url_of "$side")"
+        verdicts "$set" "$side" >"$work/$set-$side.tsv"
+    done
+    # Every scenario any side ran; a side that did not run it says "missing",
+    # a side the set is not run on "-".
+    for side in $(sides_of "$set"); do cut -f1 "$work/$set-$side.tsv"; done | sort -u |
+        while read -r sc; do
+            row="$set"$'\t'"$sc"
+            for side in direct mcplex server; do
+                case " $(sides_of "$set") " in
+                *" $side "*)
+                    r=$(verdict_of "$sc" "$work/$set-$side.tsv")
+                    row="$row"$'\t'"${r:-missing}"
+                    ;;
+                *) row="$row"$'\t'- ;;
+                esac
+            done
+            printf '%s\n' "$row"
+        done >>"$report"
 done
 
 # Both processes must survive the run and stop cleanly; a sanitizer report in
@@ -221,11 +263,16 @@ if grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$work/sim.log" "$wo
     unexpected=$((unexpected + 1))
 fi
 
-printf '\n%-12s %-48s %-8s %-8s %s\n' set scenario direct mcplex note
-while IFS=$'\t' read -r set sc d m; do
+printf '\n%-12s %-48s %-8s %-8s %-8s %s\n' set scenario direct mcplex server note
+while IFS=$'\t' read -r set sc d m sv; do
     note=
-    for side in direct mcplex; do
-        if [ "$side" = direct ]; then r=$d; else r=$m; fi
+    for side in direct mcplex server; do
+        case $side in
+        direct) r=$d ;;
+        mcplex) r=$m ;;
+        server) r=$sv ;;
+        esac
+        [ "$r" = - ] && continue
         if [ "$r" = fail ] || [ "$r" = missing ]; then
             if in_baseline "$set" "$sc" "$side"; then
                 note="$note baseline($side)"
@@ -238,11 +285,11 @@ while IFS=$'\t' read -r set sc d m; do
             stale=$((stale + 1))
         fi
     done
-    printf '%-12s %-48s %-8s %-8s%s\n' "$set" "$sc" "$d" "$m" "$note"
+    printf '%-12s %-48s %-8s %-8s %-8s%s\n' "$set" "$sc" "$d" "$m" "$sv" "$note"
 done <"$report"
 
 for set in $sets; do
-    for side in direct mcplex; do
+    for side in $(sides_of "$set"); do
         printf '%s %s: %s scenarios, %s pass, %s fail, %s skip\n' "$set" "$side" \
             "$(wc -l <"$work/$set-$side.tsv")" \
             "$(grep -c $'\tpass$' "$work/$set-$side.tsv" || true)" \

@@ -1296,3 +1296,52 @@ void mx_it_header_value(const char *headers, const char *name, char *out, size_t
         }
     }
 }
+
+void mx_it_answer_parse(struct mx_it_answer *a)
+{
+    const char *last = NULL;
+    for (const char *p = a->body ? strstr(a->body, "data: ") : NULL; p; p = strstr(p + 1, "data: "))
+        last = p + 6;
+    json_decref(a->msg);
+    a->msg = a->body ? json_loads(last ? last : a->body, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+}
+
+void mx_it_answer_clear(struct mx_it_answer *a)
+{
+    free(a->headers);
+    free(a->body);
+    json_decref(a->msg);
+    memset(a, 0, sizeof(*a));
+}
+
+json_t *mx_it_result(const struct mx_it_answer *a)
+{
+    json_t *r = json_object_get(a->msg, "result");
+    if (!json_is_object(r))
+        fail_msg("no result: %s", a->body ? a->body : "(no body)");
+    return r;
+}
+
+json_int_t mx_it_error_code(const struct mx_it_answer *a)
+{
+    return json_integer_value(json_object_get(json_object_get(a->msg, "error"), "code"));
+}
+
+const char *mx_it_first_text(const json_t *result)
+{
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+}
+
+void mx_it_assert_modern_result(const json_t *result, bool cacheable)
+{
+    assert_string_equal(json_string_value(json_object_get(result, "resultType")), "complete");
+    json_t *info =
+        json_object_get(json_object_get(result, "_meta"), "io.modelcontextprotocol/serverInfo");
+    assert_string_equal(json_string_value(json_object_get(info, "name")), "mcplex");
+    if (cacheable) {
+        assert_true(json_is_integer(json_object_get(result, "ttlMs")));
+        assert_true(json_integer_value(json_object_get(result, "ttlMs")) >= 0);
+        assert_string_equal(json_string_value(json_object_get(result, "cacheScope")), "private");
+    }
+}

@@ -230,4 +230,26 @@ char *mx_it_read_file(const char *path, size_t *len);
  * why. */
 json_t *mx_it_sim_stats(int port, const char *token);
 
+/* An answer to a POSTed JSON-RPC request. */
+struct mx_it_answer {
+    long status;
+    char *headers; /* the response headers as one string */
+    char *body;
+    json_t *msg; /* the body, or its last SSE event, parsed; NULL when not JSON */
+};
+/* Fill |a->msg| from |a->body|. */
+void mx_it_answer_parse(struct mx_it_answer *a);
+/* Free what |a| holds and zero it. */
+void mx_it_answer_clear(struct mx_it_answer *a);
+/* The "result" object of |a->msg|; fails the test when there is none. */
+json_t *mx_it_result(const struct mx_it_answer *a);
+/* error.code of |a->msg|, 0 when none. */
+json_int_t mx_it_error_code(const struct mx_it_answer *a);
+/* The text of the first content item of a tool |result|, or NULL. */
+const char *mx_it_first_text(const json_t *result);
+/* Fail unless |result| is one of mcplex to a 2026-07-28 client: resultType
+ * "complete", mcplex's serverInfo, and with |cacheable| ttlMs >= 0 and
+ * cacheScope "private". */
+void mx_it_assert_modern_result(const json_t *result, bool cacheable);
+
 #endif

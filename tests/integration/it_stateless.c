@@ -124,24 +124,9 @@ static char *body_of(int id, const char *method, const char *params, const char 
     return b;
 }
 
-struct answer {
-    long status;
-    char *headers;
-    char *body;
-    json_t *msg; /* the JSON-RPC response: the body, or the last SSE event */
-};
-
-static void answer_clear(struct answer *a)
-{
-    free(a->headers);
-    free(a->body);
-    json_decref(a->msg);
-    memset(a, 0, sizeof(*a));
-}
-
 /* POST |body| with the given 2026 headers (NULL: left out). */
 static void post_raw(const char *url, const char *body, const char *version, const char *method,
-                     const char *name, struct answer *a)
+                     const char *name, struct mx_it_answer *a)
 {
     char *hv = version ? mx_xasprintf("MCP-Protocol-Version: %s", version) : NULL;
     char *hm = method ? mx_xasprintf("Mcp-Method: %s", method) : NULL;
@@ -159,10 +144,7 @@ static void post_raw(const char *url, const char *body, const char *version, con
     memset(a, 0, sizeof(*a));
     assert_int_equal(
         mx_it_http_full("POST", url, hdrs, body, 20000, &a->status, &a->headers, &a->body), 0);
-    const char *last = NULL;
-    for (const char *p = strstr(a->body, "data: "); p; p = strstr(p + 1, "data: "))
-        last = p + 6;
-    a->msg = json_loads(last ? last : a->body, JSON_DISABLE_EOF_CHECK, NULL);
+    mx_it_answer_parse(a);
     free(hv);
     free(hm);
     free(hn);
@@ -170,7 +152,7 @@ static void post_raw(const char *url, const char *body, const char *version, con
 
 /* A well-formed 2026 request. */
 static void call26_at(const char *url, const char *method, const char *name, const char *params,
-                      const char *caps, const char *meta_extra, struct answer *a)
+                      const char *caps, const char *meta_extra, struct mx_it_answer *a)
 {
     char *body = body_of(1, method, params, caps, meta_extra);
     post_raw(url, body, "2026-07-28", method, name, a);
@@ -178,64 +160,32 @@ static void call26_at(const char *url, const char *method, const char *name, con
 }
 
 static void call26(const struct world *w, const char *method, const char *name, const char *params,
-                   const char *caps, const char *meta_extra, struct answer *a)
+                   const char *caps, const char *meta_extra, struct mx_it_answer *a)
 {
     call26_at(w->url, method, name, params, caps, meta_extra, a);
-}
-
-static json_t *result_of(const struct answer *a)
-{
-    json_t *r = json_object_get(a->msg, "result");
-    if (!json_is_object(r))
-        fail_msg("no result: %s", a->body);
-    return r;
-}
-
-static json_int_t error_code(const struct answer *a)
-{
-    return json_integer_value(json_object_get(json_object_get(a->msg, "error"), "code"));
-}
-
-static const char *first_text(json_t *result)
-{
-    return json_string_value(
-        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-}
-
-static void assert_modern_result(json_t *result, bool cacheable)
-{
-    assert_string_equal(json_string_value(json_object_get(result, "resultType")), "complete");
-    json_t *info =
-        json_object_get(json_object_get(result, "_meta"), "io.modelcontextprotocol/serverInfo");
-    assert_string_equal(json_string_value(json_object_get(info, "name")), "mcplex");
-    if (cacheable) {
-        assert_true(json_is_integer(json_object_get(result, "ttlMs")));
-        assert_true(json_integer_value(json_object_get(result, "ttlMs")) >= 0);
-        assert_string_equal(json_string_value(json_object_get(result, "cacheScope")), "private");
-    }
 }
 
 /* MCP 2026-07-28, Streamable HTTP: each refusal with its status and code. */
 static void assert_refusals(const struct world *w)
 {
-    struct answer a;
+    struct mx_it_answer a;
     char *ok = body_of(11, "tools/list", "", NULL, NULL);
     post_raw(w->url, ok, NULL, "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
+    assert_int_equal(mx_it_error_code(&a), -32020);
     /* the id of the request is echoed */
     assert_int_equal(json_integer_value(json_object_get(a.msg, "id")), 11);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     post_raw(w->url, ok, "2026-07-28", NULL, NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
 
     post_raw(w->url, ok, "2026-07-28", "prompts/list", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
 
     /* header 2026-07-28, _meta v999: a mismatch before anything else */
     char *b = mx_xasprintf(
@@ -244,8 +194,8 @@ static void assert_refusals(const struct world *w)
         "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
     post_raw(w->url, b, "2026-07-28", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
     free(b);
 
     /* no clientCapabilities: -32602 */
@@ -253,8 +203,8 @@ static void assert_refusals(const struct world *w)
                      "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
     post_raw(w->url, b, "2026-07-28", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32602);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32602);
+    mx_it_answer_clear(&a);
     free(b);
 
     /* a version nobody speaks: -32022 naming what is supported */
@@ -263,12 +213,12 @@ static void assert_refusals(const struct world *w)
                      "\"io.modelcontextprotocol/clientCapabilities\":{}}}}");
     post_raw(w->url, b, "2099-01-01", "tools/list", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32022);
+    assert_int_equal(mx_it_error_code(&a), -32022);
     json_t *data = json_object_get(json_object_get(a.msg, "error"), "data");
     assert_string_equal(json_string_value(json_object_get(data, "requested")), "2099-01-01");
     assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
                         "2026-07-28");
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     free(b);
 
     /* Mcp-Name missing, then different from the body, for tools/call */
@@ -276,17 +226,17 @@ static void assert_refusals(const struct world *w)
                 NULL);
     post_raw(w->url, b, "2026-07-28", "tools/call", NULL, &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
     post_raw(w->url, b, "2026-07-28", "tools/call", "beta_echo", &a);
     assert_int_equal(a.status, 400);
-    assert_int_equal(error_code(&a), -32020);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32020);
+    mx_it_answer_clear(&a);
     /* the Base64 sentinel form is decoded before comparing */
     post_raw(w->url, b, "2026-07-28", "tools/call", "=?base64?YWxwaGFfZWNobw==?=", &a);
     assert_int_equal(a.status, 200);
-    assert_string_equal(first_text(result_of(&a)), "x");
-    answer_clear(&a);
+    assert_string_equal(mx_it_first_text(mx_it_result(&a)), "x");
+    mx_it_answer_clear(&a);
     free(b);
 
     /* methods 2026-07-28 removed: 404 with -32601 */
@@ -295,8 +245,8 @@ static void assert_refusals(const struct world *w)
     for (size_t i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
         call26(w, removed[i], NULL, "", NULL, NULL, &a);
         assert_int_equal(a.status, 404);
-        assert_int_equal(error_code(&a), -32601);
-        answer_clear(&a);
+        assert_int_equal(mx_it_error_code(&a), -32601);
+        mx_it_answer_clear(&a);
     }
 
     /* no GET stream and no DELETE for a modern client */
@@ -311,11 +261,11 @@ static void assert_refusals(const struct world *w)
 
 static void assert_discover(const struct world *w)
 {
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "server/discover", NULL, "", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    json_t *r = result_of(&a);
-    assert_modern_result(r, true);
+    json_t *r = mx_it_result(&a);
+    mx_it_assert_modern_result(r, true);
     json_t *versions = json_object_get(r, "supportedVersions");
     assert_int_equal(json_array_size(versions), 1);
     assert_string_equal(json_string_value(json_array_get(versions, 0)), "2026-07-28");
@@ -325,7 +275,7 @@ static void assert_discover(const struct world *w)
     assert_true(json_is_object(json_object_get(caps, "resources")));
     /* the upstreams' instructions, labelled */
     assert_non_null(strstr(json_string_value(json_object_get(r, "instructions")), "## alpha"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 }
 
 static bool has_name(json_t *names, const char *name)
@@ -368,13 +318,13 @@ static json_t *list_all_at(const char *url, const char *method, const char *key,
     char *cursor = NULL;
     *pages = 0;
     for (;;) {
-        struct answer a;
+        struct mx_it_answer a;
         char *params = cursor ? mx_xasprintf("\"cursor\":\"%s\"", cursor) : mx_xstrdup("");
         call26_at(url, method, NULL, params, NULL, NULL, &a);
         free(params);
         assert_int_equal(a.status, 200);
-        json_t *r = result_of(&a);
-        assert_modern_result(r, true);
+        json_t *r = mx_it_result(&a);
+        mx_it_assert_modern_result(r, true);
         json_array_append_new(ttls, json_integer(json_integer_value(json_object_get(r, "ttlMs"))));
         size_t i;
         json_t *it;
@@ -387,7 +337,7 @@ static json_t *list_all_at(const char *url, const char *method, const char *key,
         free(cursor);
         const char *next = json_string_value(json_object_get(r, "nextCursor"));
         cursor = next ? mx_xstrdup(next) : NULL;
-        answer_clear(&a);
+        mx_it_answer_clear(&a);
         if (cursor == NULL)
             break;
     }
@@ -424,11 +374,11 @@ static void assert_lists(const struct world *w)
     json_decref(tpl);
 
     /* a cursor that is not mcplex's: -32602 */
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "tools/list", NULL, "\"cursor\":\"not-a-cursor\"", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    assert_int_equal(error_code(&a), -32602);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32602);
+    mx_it_answer_clear(&a);
 }
 
 /* MCP 2026-07-28, Caching: upstream hints pass, the merged list carries
@@ -480,59 +430,59 @@ static void assert_ttl_hints(const struct world *w)
 
 static void assert_calls(const struct world *w)
 {
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "tools/call", "alpha_whoami", "\"name\":\"alpha_whoami\"", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    assert_modern_result(result_of(&a), false);
-    assert_string_equal(first_text(result_of(&a)), "sim-a");
-    answer_clear(&a);
+    mx_it_assert_modern_result(mx_it_result(&a), false);
+    assert_string_equal(mx_it_first_text(mx_it_result(&a)), "sim-a");
+    mx_it_answer_clear(&a);
     /* beta is per-client for 2025 clients: a stateless client still gets it */
     call26(w, "tools/call", "beta_whoami", "\"name\":\"beta_whoami\"", NULL, NULL, &a);
-    assert_string_equal(first_text(result_of(&a)), "sim-b");
-    answer_clear(&a);
+    assert_string_equal(mx_it_first_text(mx_it_result(&a)), "sim-b");
+    mx_it_answer_clear(&a);
     call26(w, "tools/call", "get-sum", "\"name\":\"get-sum\",\"arguments\":{\"a\":20,\"b\":22}",
            NULL, NULL, &a);
-    assert_non_null(strstr(first_text(result_of(&a)), "42"));
-    answer_clear(&a);
+    assert_non_null(strstr(mx_it_first_text(mx_it_result(&a)), "42"));
+    mx_it_answer_clear(&a);
 
     /* an unknown tool: -32602 */
     call26(w, "tools/call", "echo", "\"name\":\"echo\"", NULL, NULL, &a);
-    assert_int_equal(error_code(&a), -32602);
-    answer_clear(&a);
+    assert_int_equal(mx_it_error_code(&a), -32602);
+    mx_it_answer_clear(&a);
 
     call26(w, "prompts/get", "beta_greet",
            "\"name\":\"beta_greet\",\"arguments\":{\"name\":\"Ada\"}", NULL, NULL, &a);
-    json_t *msgs = json_object_get(result_of(&a), "messages");
+    json_t *msgs = json_object_get(mx_it_result(&a), "messages");
     const char *text = json_string_value(
         json_object_get(json_object_get(json_array_get(msgs, 0), "content"), "text"));
     assert_non_null(strstr(text, "Ada"));
     assert_non_null(strstr(text, "sim-b"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     /* a resource only server-everything has; cacheable */
     call26(w, "resources/read", "demo://resource/static/document/features.md",
            "\"uri\":\"demo://resource/static/document/features.md\"", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    assert_modern_result(result_of(&a), true);
-    assert_int_equal(json_array_size(json_object_get(result_of(&a), "contents")), 1);
-    answer_clear(&a);
+    mx_it_assert_modern_result(mx_it_result(&a), true);
+    assert_int_equal(json_array_size(json_object_get(mx_it_result(&a), "contents")), 1);
+    mx_it_answer_clear(&a);
     /* nobody has it: 2026's not-found, -32602 with data.uri */
     call26(w, "resources/read", "nothing://here", "\"uri\":\"nothing://here\"", NULL, NULL, &a);
-    assert_int_equal(error_code(&a), -32602);
+    assert_int_equal(mx_it_error_code(&a), -32602);
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_object_get(a.msg, "error"), "data"), "uri")),
                         "nothing://here");
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     /* completion by prompt name */
     call26(w, "completion/complete", NULL,
            "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"completable-prompt\"},"
            "\"argument\":{\"name\":\"department\",\"value\":\"Eng\"}",
            NULL, NULL, &a);
-    json_t *values = json_object_get(json_object_get(result_of(&a), "completion"), "values");
+    json_t *values = json_object_get(json_object_get(mx_it_result(&a), "completion"), "values");
     assert_int_equal(json_array_size(values), 1);
     assert_string_equal(json_string_value(json_array_get(values, 0)), "Engineering");
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     /* progress, with the client's own token, streamed before the answer */
     call26(w, "tools/call", "alpha_slow",
@@ -547,8 +497,8 @@ static void assert_calls(const struct world *w)
     assert_int_equal(progress, 3);
     assert_non_null(strstr(a.body, "\"progressToken\":\"my-token-7\""));
     assert_null(strstr(a.body, "mcplex-"));
-    assert_string_equal(first_text(result_of(&a)), "done after 3 steps");
-    answer_clear(&a);
+    assert_string_equal(mx_it_first_text(mx_it_result(&a)), "done after 3 steps");
+    mx_it_answer_clear(&a);
 }
 
 static const char *sampling_args =
@@ -559,11 +509,11 @@ static const char *sampling_args =
  * then the retry with the answer continues the same upstream call. */
 static void assert_mrtr(const struct world *w)
 {
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "tools/call", "trigger-sampling-request", sampling_args, "{\"sampling\":{}}", NULL,
            &a);
     assert_int_equal(a.status, 200);
-    json_t *r = result_of(&a);
+    json_t *r = mx_it_result(&a);
     assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
     json_t *reqs = json_object_get(r, "inputRequests");
     assert_int_equal(json_object_size(reqs), 1);
@@ -576,7 +526,7 @@ static void assert_mrtr(const struct world *w)
     free(dumped);
     char *state = mx_xstrdup(json_string_value(json_object_get(r, "requestState")));
     char *k = mx_xstrdup(key);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     char *retry = mx_xasprintf(
         "%s,\"requestState\":\"%s\",\"inputResponses\":{\"%s\":{\"role\":\"assistant\","
@@ -585,24 +535,24 @@ static void assert_mrtr(const struct world *w)
         sampling_args, state, k);
     call26(w, "tools/call", "trigger-sampling-request", retry, "{\"sampling\":{}}", NULL, &a);
     assert_int_equal(a.status, 200);
-    r = result_of(&a);
-    assert_modern_result(r, false);
-    assert_non_null(strstr(first_text(r), "PARIS-FROM-CLIENT"));
-    answer_clear(&a);
+    r = mx_it_result(&a);
+    mx_it_assert_modern_result(r, false);
+    assert_non_null(strstr(mx_it_first_text(r), "PARIS-FROM-CLIENT"));
+    mx_it_answer_clear(&a);
 
     /* the same state again: that call is over */
     call26(w, "tools/call", "trigger-sampling-request", retry, "{\"sampling\":{}}", NULL, &a);
-    assert_int_equal(error_code(&a), -32602);
+    assert_int_equal(mx_it_error_code(&a), -32602);
     assert_non_null(strstr(a.body, "has ended"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     /* a state is bound to its tool: refused for another */
     char *other = mx_xasprintf("\"name\":\"get-sum\",\"arguments\":{\"a\":1,\"b\":2},"
                                "\"requestState\":\"%s\"",
                                state);
     call26(w, "tools/call", "get-sum", other, "{\"sampling\":{}}", NULL, &a);
-    assert_int_equal(error_code(&a), -32602);
+    assert_int_equal(mx_it_error_code(&a), -32602);
     assert_non_null(strstr(a.body, "not issued"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     free(other);
     free(retry);
 
@@ -610,7 +560,7 @@ static void assert_mrtr(const struct world *w)
     call26(w, "tools/call", "trigger-elicitation-request",
            "\"name\":\"trigger-elicitation-request\",\"arguments\":{}", "{\"elicitation\":{}}",
            NULL, &a);
-    r = result_of(&a);
+    r = mx_it_result(&a);
     assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
     reqs = json_object_get(r, "inputRequests");
     assert_int_equal(json_object_size(reqs), 1);
@@ -622,14 +572,14 @@ static void assert_mrtr(const struct world *w)
         "\"inputResponses\":{\"%s\":{\"action\":\"accept\",\"content\":{\"name\":"
         "\"ELICITED-NAME-3\"}}}",
         json_string_value(json_object_get(r, "requestState")), ek);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     call26(w, "tools/call", "trigger-elicitation-request", eretry, "{\"elicitation\":{}}", NULL,
            &a);
     assert_int_equal(a.status, 200);
     assert_non_null(strstr(a.body, "ELICITED-NAME-3"));
-    assert_string_equal(json_string_value(json_object_get(result_of(&a), "resultType")),
+    assert_string_equal(json_string_value(json_object_get(mx_it_result(&a), "resultType")),
                         "complete");
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     free(eretry);
     free(ek);
 
@@ -638,17 +588,17 @@ static void assert_mrtr(const struct world *w)
     call26(w, "tools/call", "trigger-sampling-request", sampling_args, "{}", NULL, &a);
     assert_int_equal(a.status, 200);
     assert_null(strstr(a.body, "input_required"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
 
     /* no retry within the bound: the parked call is cancelled, and a late
      * retry gets a clear error */
     call26(w, "tools/call", "trigger-sampling-request", sampling_args, "{\"sampling\":{}}", NULL,
            &a);
-    r = result_of(&a);
+    r = mx_it_result(&a);
     assert_string_equal(json_string_value(json_object_get(r, "resultType")), "input_required");
     free(state);
     state = mx_xstrdup(json_string_value(json_object_get(r, "requestState")));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     struct timespec ts = {EV_TIMEOUT_S + 1, 500 * 1000 * 1000};
     nanosleep(&ts, NULL);
     retry = mx_xasprintf("%s,\"requestState\":\"%s\",\"inputResponses\":{\"%s\":{\"role\":"
@@ -657,9 +607,9 @@ static void assert_mrtr(const struct world *w)
                          sampling_args, state, k);
     call26(w, "tools/call", "trigger-sampling-request", retry, "{\"sampling\":{}}", NULL, &a);
     assert_int_equal(a.status, 200);
-    assert_int_equal(error_code(&a), -32602);
+    assert_int_equal(mx_it_error_code(&a), -32602);
     assert_non_null(strstr(a.body, "has ended"));
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     free(retry);
     free(state);
     free(k);
@@ -783,13 +733,13 @@ static void assert_listen(const struct world *w)
          p = strstr(p + 1, "notifications/resources/list_changed"))
         seen++;
     size_t before = len;
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "tools/call", "gzip-file-as-resource",
            "\"name\":\"gzip-file-as-resource\",\"arguments\":{\"name\":\"s26.txt\","
            "\"data\":\"data:text/plain;base64,aGVsbG8=\"}",
            NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     assert_true(raw_wait(fd, &acc, &len, "notifications/resources/list_changed", seen + 1, 15000));
     const char *note = strstr(acc + before, "notifications/resources/list_changed");
     assert_non_null(note);
@@ -823,11 +773,11 @@ static void assert_resource_updates(const struct world *w)
     assert_null(strstr(acc, "nothing://here"));
     /* server-everything sends updates for what its session subscribed to
      * once this tool is on: now, then every 5 s */
-    struct answer a;
+    struct mx_it_answer a;
     call26(w, "tools/call", "toggle-subscriber-updates",
            "\"name\":\"toggle-subscriber-updates\",\"arguments\":{}", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     assert_true(raw_wait(fd, &acc, &len, "notifications/resources/updated", 1, 10000));
     const char *note = strstr(acc, "notifications/resources/updated");
     assert_non_null(strstr(note, "\"uri\":\"demo://resource/static/document/features.md\""));
@@ -1005,11 +955,11 @@ static void test_stateless_wake_progress(void **state)
     pid_t pid = mx_it_start_mcplex(path, port);
     assert_true(pid > 0);
     char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", port);
-    struct answer a;
+    struct mx_it_answer a;
     call26_at(url, "tools/call", "echo", "\"name\":\"echo\",\"arguments\":{\"message\":\"one\"}",
               NULL, NULL, &a);
     assert_int_equal(a.status, 200);
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     struct timespec idle = {1, 400 * 1000 * 1000};
     nanosleep(&idle, NULL); /* past pause_after_ms: paused again */
     call26_at(url, "tools/call", "echo", "\"name\":\"echo\",\"arguments\":{\"message\":\"two\"}",
@@ -1022,9 +972,9 @@ static void test_stateless_wake_progress(void **state)
     assert_non_null(strstr(a.body, "\"progressToken\":\"wake-tok\""));
     assert_non_null(result);
     assert_true(prog < result);
-    assert_string_equal(json_string_value(json_object_get(result_of(&a), "resultType")),
+    assert_string_equal(json_string_value(json_object_get(mx_it_result(&a), "resultType")),
                         "complete");
-    answer_clear(&a);
+    mx_it_answer_clear(&a);
     assert_int_equal(mx_it_signal(pid, SIGTERM), 0);
     assert_true(mx_it_wait_exit(pid, 15000) >= 0);
     free(url);

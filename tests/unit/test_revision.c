@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -199,6 +200,94 @@ static void test_revision_unsupported_data(void **state)
     json_decref(msg);
 }
 
+/* The Mcp-Param-* headers of one case: "Name: value" lines, NULL-ended. */
+struct param_hdrs {
+    const char *const *lines;
+    struct mx_str value; /* the last one found */
+};
+
+static const struct mx_str *param_header(const void *ctx, const char *name)
+{
+    struct param_hdrs *h = (struct param_hdrs *)(uintptr_t)ctx;
+    size_t n = strlen(name);
+    for (const char *const *l = h->lines; *l; l++) {
+        if (strncasecmp(*l, name, n) == 0 && (*l)[n] == ':') {
+            h->value = mx_str_cstr(*l + n + 2);
+            return &h->value;
+        }
+    }
+    return NULL;
+}
+
+/* MCP 2026-07-28, Custom Headers, with the cases of the conformance
+ * scenario http-custom-header-server-validation. */
+static void test_revision_check_params(void **state)
+{
+    static const char schema[] =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"
+        "\"priority\":{\"type\":\"integer\",\"x-mcp-header\":\"Priority\"},"
+        "\"verbose\":{\"type\":\"boolean\",\"x-mcp-header\":\"Verbose\"},"
+        "\"data\":{\"type\":\"object\",\"x-mcp-header\":\"Data\"},"
+        "\"spaced\":{\"type\":\"string\",\"x-mcp-header\":\"My Region\"},"
+        "\"query\":{\"type\":\"string\"}}}";
+    struct {
+        const char *what;
+        const char *args;
+        const char *hdrs[4];
+        bool ok;
+    } cases[] = {
+        {"plain values",
+         "{\"region\":\"us-west1\",\"priority\":5,\"verbose\":true}",
+         {"Mcp-Param-Region: us-west1", "Mcp-Param-Priority: 5", "mcp-param-verbose: true"},
+         true},
+        {"valid base64", "{\"region\":\"Hello\"}", {"Mcp-Param-Region: =?base64?SGVsbG8=?="}, true},
+        {"base64 bad padding",
+         "{\"region\":\"Hello\"}",
+         {"Mcp-Param-Region: =?base64?SGVsbG8?="},
+         false},
+        {"base64 bad characters",
+         "{\"region\":\"Hello\"}",
+         {"Mcp-Param-Region: =?base64?SGVs!!!bG8=?="},
+         false},
+        {"no prefix: literal", "{\"region\":\"SGVsbG8=\"}", {"Mcp-Param-Region: SGVsbG8="}, true},
+        {"no suffix: literal",
+         "{\"region\":\"=?base64?SGVsbG8=\"}",
+         {"Mcp-Param-Region: =?base64?SGVsbG8="},
+         true},
+        {"header missing", "{\"region\":\"test-value\"}", {NULL}, false},
+        {"header without value", "{}", {"Mcp-Param-Region: x"}, false},
+        {"value differs", "{\"region\":\"a\"}", {"Mcp-Param-Region: b"}, false},
+        {"integer numerically", "{\"priority\":5}", {"Mcp-Param-Priority: 05"}, true},
+        {"integer differs", "{\"priority\":5}", {"Mcp-Param-Priority: 6"}, false},
+        {"integer not a number", "{\"priority\":5}", {"Mcp-Param-Priority: five"}, false},
+        {"boolean differs", "{\"verbose\":false}", {"Mcp-Param-Verbose: true"}, false},
+        {"null omitted", "{\"verbose\":null}", {NULL}, true},
+        {"control character", "{\"region\":\"a\\tb\"}", {"Mcp-Param-Region: a\tb"}, false},
+        {"unannotated and invalid annotations ignored",
+         "{\"query\":\"q\",\"data\":{\"k\":1},\"spaced\":\"s\"}",
+         {NULL},
+         true},
+    };
+    (void)state;
+    json_t *sch = json_loads(schema, 0, NULL);
+    assert_non_null(sch);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *args = json_loads(cases[i].args, 0, NULL);
+        assert_non_null(args);
+        struct param_hdrs h = {cases[i].hdrs, {NULL, 0}};
+        struct mx_rev_error err;
+        int rc = mx_rev_check_params(sch, args, param_header, &h, &err);
+        if (cases[i].ok && rc != 0)
+            fail_msg("%s: refused: %s", cases[i].what, err.message);
+        if (!cases[i].ok &&
+            (rc != MX_EPROTO || err.status != 400 || err.code != MX_REV_HEADER_MISMATCH))
+            fail_msg("%s: not refused with 400/-32020 (rc %d)", cases[i].what, rc);
+        json_decref(args);
+    }
+    json_decref(sch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_revision_header_decode),
         cmocka_unit_test(test_revision_check_table),
         cmocka_unit_test(test_revision_unsupported_data),
+        cmocka_unit_test(test_revision_check_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
