@@ -4,7 +4,7 @@
  * listener whose local CA the clients trust through NODE_EXTRA_CA_CERTS),
  * at the merged /mcp and at /mcp/<server>: the 2025 client (SDK 1.32.2) and
  * the newest client that speaks 2026-07-28 (@modelcontextprotocol/client
- * 2.4.0, pinned to it, at /mcp). Behind mcplex: sandbox-sim (a 2025 upstream),
+ * 2.4.0, pinned to it). Behind mcplex: sandbox-sim (a 2025 upstream),
  * server-everything (a 2025 upstream that asks for sampling) and sandbox-sim
  * --conformance (an upstream that speaks 2026-07-28), each with its own
  * canary bearer token. Each client lists, calls, follows progress and
@@ -272,12 +272,47 @@ static void test_sdk2_tls_merged(void **state)
     mx_it_pass();
 }
 
+static void test_sdk2_tls_per_server(void **state)
+{
+    struct world w;
+    (void)state;
+    start_world(&w);
+    char *sim = url_of(&w, "/mcp/sim");
+    char *ev = url_of(&w, "/mcp/everything");
+    char *conf = url_of(&w, "/mcp/conf");
+    json_t *out = client26(sim, "{\"calls\":[{\"name\":\"whoami\"},{\"name\":\"echo\","
+                                "\"arguments\":{\"message\":\"over tls\"}}],"
+                                "\"progress\":{\"name\":\"slow\",\"arguments\":{\"steps\":3,"
+                                "\"interval_ms\":50}}}");
+    json_t *tools = json_object_get(out, "tools");
+    assert_true(mx_it_has_string(tools, "echo"));
+    assert_false(mx_it_has_string(tools, "sim_echo"));
+    assert_false(mx_it_has_string(tools, "test_simple_text"));
+    json_t *texts = json_object_get(out, "calls");
+    assert_string_equal(json_string_value(json_array_get(texts, 0)), "sim");
+    assert_string_equal(json_string_value(json_array_get(texts, 1)), "over tls");
+    assert_int_equal(json_array_size(json_object_get(out, "progress")), 3);
+    json_decref(out);
+    out = client26(conf, "{\"calls\":[{\"name\":\"test_simple_text\"}]}");
+    assert_non_null(
+        strstr(json_string_value(json_array_get(json_object_get(out, "calls"), 0)), "test"));
+    json_decref(out);
+    assert_sampling26(ev, "trigger-sampling-request", "{\"prompt\":\"q\",\"maxTokens\":5}");
+    assert_sampling26(conf, "test_input_required_result_sampling", "{}");
+    free(sim);
+    free(ev);
+    free(conf);
+    world_end(&w);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sdk1_tls_merged, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_sdk1_tls_per_server, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_sdk2_tls_merged, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_sdk2_tls_per_server, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
