@@ -832,10 +832,11 @@ static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
         json_t *v;
         json_object_foreach_safe(meta, tmp, k, v)
         {
-            /* clientCapabilities stay for a 2026 upstream (upsess.c drops
-             * them for a 2025 one) */
+            /* clientCapabilities and the log level stay for a 2026
+             * upstream (upsess.c drops them for a 2025 one; the level's
+             * messages are filtered here either way) */
             if ((strncmp(k, "io.modelcontextprotocol/", 24) == 0 &&
-                 strcmp(k, MX_REV_META_CAPS) != 0) ||
+                 strcmp(k, MX_REV_META_CAPS) != 0 && strcmp(k, MX_REV_META_LOG_LEVEL) != 0) ||
                 strcmp(k, "progressToken") == 0)
                 json_object_del(meta, k);
         }

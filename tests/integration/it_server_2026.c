@@ -416,6 +416,37 @@ static void assert_mrtr_2026(const struct world *w)
     free(params);
 }
 
+/* How many notifications/message an answer's SSE body holds. */
+static int log_messages(const struct mx_it_answer *a)
+{
+    int n = 0;
+    for (const char *p = a->body; p && (p = strstr(p, "notifications/message")); p++)
+        n++;
+    return n;
+}
+
+/* A 2026-07-28 client's logLevel reaches the 2026 upstream with its call,
+ * at /mcp and at /mcp/<server>: the fixture logs for it, and not without. */
+static void assert_log_level_2026(const struct world *w)
+{
+    static const char params[] = "\"name\":\"test_tool_with_logging\",\"arguments\":{}";
+    static const char *const paths[] = {"/mcp", "/mcp/conf"};
+    for (size_t i = 0; i < 2; i++) {
+        struct mx_it_answer a;
+        post26(w, paths[i], "tools/call", "test_tool_with_logging", params,
+               "{},\"io.modelcontextprotocol/logLevel\":\"debug\"", NULL, NULL, &a);
+        assert_int_equal(a.status, 200);
+        mx_it_assert_modern_result(mx_it_result(&a), false);
+        if (log_messages(&a) < 1)
+            fail_msg("%s: no log messages for logLevel debug: %s", paths[i], a.body);
+        mx_it_answer_clear(&a);
+        post26(w, paths[i], "tools/call", "test_tool_with_logging", params, NULL, NULL, NULL, &a);
+        assert_int_equal(a.status, 200);
+        assert_int_equal(log_messages(&a), 0);
+        mx_it_answer_clear(&a);
+    }
+}
+
 /* MCP 2026-07-28, Custom Headers: the fixture's test_header_param mirrors
  * its region into Mcp-Param-Region. A call without the header, or with
  * another value, is refused by mcplex (400, before the upstream), at /mcp
@@ -629,6 +660,7 @@ static void test_server_2026_http(void **state)
     assert_refusals(&w);
     assert_failures(&w);
     assert_mrtr_2026(&w);
+    assert_log_level_2026(&w);
     assert_param_headers(&w);
     assert_mrtr_stdio(&w);
     assert_sse_upstream(&w);
