@@ -23,6 +23,7 @@
 #include "revision.h"
 #include "rpc.h"
 #include "sse.h"
+#include "up2026.h"
 
 #define SUBSYS SUBSYS_MCP
 
@@ -449,6 +450,7 @@ static void call_on_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
         mcp_up_note_ok(c->u);
         out = json_deep_copy(resp);
         json_object_set(out, "id", c->client_id);
+        mx_up26_legacy_result(json_object_get(out, "result"));
         if (c->sub_op && json_object_get(resp, "result")) {
             if (c->sub_op > 0)
                 sub_add(c->s, c->u->idx, c->sub_uri);

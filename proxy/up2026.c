@@ -377,3 +377,16 @@ json_t *mx_up26_strip(json_t *msg)
         json_object_del(params, "_meta");
     return out;
 }
+
+void mx_up26_legacy_result(json_t *result)
+{
+    if (!json_is_object(result))
+        return;
+    json_object_del(result, "resultType");
+    json_object_del(result, "ttlMs");
+    json_object_del(result, "cacheScope");
+    json_t *meta = json_object_get(result, "_meta");
+    json_object_del(meta, MX_REV_META_SERVER_INFO);
+    if (json_is_object(meta) && json_object_size(meta) == 0)
+        json_object_del(result, "_meta");
+}

@@ -107,6 +107,12 @@ bool mx_up26_wrong_version(const json_t *answer);
  * for a 2025 upstream: a new reference (|msg| itself, or a changed copy). */
 json_t *mx_up26_strip(json_t *msg);
 
+/* |result| (a JSON-RPC result object of a 2026-07-28 upstream, changed in
+ * place) as a 2025 client sees it: without the members only 2026-07-28
+ * has (resultType, ttlMs, cacheScope) and without the upstream's serverInfo
+ * in _meta (mcplex is the server the client talks to). */
+void mx_up26_legacy_result(json_t *result);
+
 /* Whether |result| is an input_required result (Multi Round-Trip Requests). */
 bool mx_up26_input_required(const json_t *result);
 

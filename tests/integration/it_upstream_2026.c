@@ -113,6 +113,12 @@ static void assert_client_2025(const struct world *w)
     const char *t = mx_it_result_text(out);
     assert_non_null(t);
     assert_true(strlen(t) > 0);
+    /* nothing of 2026-07-28 reaches the 2025 client, nor the upstream's
+     * serverInfo (mcplex is its server) */
+    json_t *res = json_object_get(out, "result");
+    assert_null(json_object_get(res, "resultType"));
+    assert_null(
+        json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
     json_decref(out);
 
     out = client_ok(w, "progress", "{\"name\":\"test_tool_with_progress\"}");

@@ -568,6 +568,27 @@ static void test_tools_seen(void **state)
     json_decref(r);
 }
 
+static void test_legacy_result(void **state)
+{
+    (void)state;
+    json_t *r = json_loads("{\"content\":[],\"resultType\":\"complete\",\"ttlMs\":5,"
+                           "\"cacheScope\":\"public\",\"_meta\":{\"io.modelcontextprotocol/"
+                           "serverInfo\":{\"name\":\"up\"}}}",
+                           0, NULL);
+    mx_up26_legacy_result(r);
+    json_t *want = json_loads("{\"content\":[]}", 0, NULL);
+    assert_true(json_equal(r, want));
+    json_decref(r);
+    json_decref(want);
+    /* other _meta members stay */
+    r = json_loads("{\"_meta\":{\"io.modelcontextprotocol/serverInfo\":{},\"x\":1}}", 0, NULL);
+    mx_up26_legacy_result(r);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "_meta"), "x")), 1);
+    assert_int_equal(json_object_size(json_object_get(r, "_meta")), 1);
+    json_decref(r);
+    mx_up26_legacy_result(NULL); /* an error answer has no result */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_param_headers), cmocka_unit_test(test_param_map_invalid),
         cmocka_unit_test(test_tools_seen),    cmocka_unit_test(test_listen_resources),
         cmocka_unit_test(test_honoured),      cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_legacy_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
