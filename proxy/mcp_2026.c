@@ -1028,7 +1028,7 @@ static bool params_pass(struct mx_mcp *m, struct mx_req *req, const json_t *msg,
 {
     struct mx_rev_error err;
     json_t *params = json_object_get(msg, "params");
-    if (tool == NULL ||
+    if (tool == NULL || mx_req_http_version(req) == 0 || /* stdio: no headers */
         mx_rev_check_params(json_object_get(tool, "inputSchema"),
                             json_object_get(params, "arguments"), req_header, req, &err) == 0)
         return true;
@@ -1819,6 +1819,7 @@ static void get_headers(const struct mx_req *req, struct mx_rev_hdrs *h)
     h->method = mx_req_header(req, "Mcp-Method");
     h->name = mx_req_header(req, "Mcp-Name");
     h->session = mx_req_header(req, "Mcp-Session-Id") != NULL;
+    h->no_headers = mx_req_http_version(req) == 0; /* mcplex stdio */
 }
 
 bool mcp_modern_claims(const struct mx_req *req, const json_t *msg)

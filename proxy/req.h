@@ -45,7 +45,8 @@ const struct mx_header *mx_req_header_at(const struct mx_req *req, size_t i);
 const struct mx_str *mx_req_header(const struct mx_req *req, const char *name);
 /* Peer address as text ("127.0.0.1"). */
 const char *mx_req_peer(const struct mx_req *req);
-/* 11 for HTTP/1.1, 10 for HTTP/1.0, 20 for HTTP/2. */
+/* 11 for HTTP/1.1, 10 for HTTP/1.0, 20 for HTTP/2; 0 for a request that came
+ * over no HTTP at all (mcplex stdio). */
 int mx_req_http_version(const struct mx_req *req);
 /* A small id unique within the process, for logs. */
 unsigned long mx_req_id(const struct mx_req *req);

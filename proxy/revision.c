@@ -269,6 +269,38 @@ static int check_name(const json_t *params, const char *method, const struct mx_
     return 0;
 }
 
+/* The last two checks: version |v| supported (-32022), method known (404). */
+static int check_version_method(const char *v, const char *method, struct mx_rev_error *err)
+{
+    if (!mx_rev_version_supported(v)) {
+        json_t *list = json_array();
+        for (size_t i = 0; supported[i]; i++)
+            json_array_append_new(list, json_string(supported[i]));
+        return refuse(err, 400, MX_REV_UNSUPPORTED_VERSION,
+                      json_pack("{s:o, s:s}", "supported", list, "requested", v),
+                      "Unsupported protocol version: %.60s (supported: %s)", v, MX_REV_MODERN);
+    }
+    /* MCP 2026-07-28, Streamable HTTP: an unknown method is 404; initialize,
+     * ping, logging/setLevel and resources/(un)subscribe no longer exist */
+    if (!method_known(method))
+        return refuse(err, 404, RPC_NO_METHOD, NULL, "Method not found: %.100s", method);
+    return 0;
+}
+
+/* MCP 2026-07-28 over stdio: no headers, so _meta alone says the version. */
+static int check_meta_only(const json_t *msg, const char *method, struct mx_rev_error *err)
+{
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    json_t *mv = json_object_get(meta, MX_REV_META_VERSION);
+    if (!json_is_string(mv) || !json_is_object(json_object_get(meta, MX_REV_META_CAPS)))
+        return refuse(err, 400, RPC_INVALID_PARAMS, NULL,
+                      "Invalid params: params._meta must carry %s and %s", MX_REV_META_VERSION,
+                      MX_REV_META_CAPS);
+    char v[64];
+    snprintf(v, sizeof(v), "%s", json_string_value(mv));
+    return check_version_method(v, method, err);
+}
+
 int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_error *err)
 {
     char hv[64], hm[128];
@@ -279,6 +311,8 @@ int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_e
     memset(err, 0, sizeof(*err));
     if (method == NULL)
         return refuse(err, 400, -32600, NULL, "Invalid Request");
+    if (h->no_headers)
+        return check_meta_only(msg, method, err);
     if (h->version == NULL)
         return refuse(err, 400, MX_REV_HEADER_MISMATCH, NULL,
                       "Header mismatch: the MCP-Protocol-Version header is required");
@@ -300,17 +334,5 @@ int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_e
                       "Header mismatch: Mcp-Method does not match the method %.100s", method);
     if (check_name(params, method, h, err))
         return MX_EPROTO;
-    if (!mx_rev_version_supported(hv)) {
-        json_t *list = json_array();
-        for (size_t i = 0; supported[i]; i++)
-            json_array_append_new(list, json_string(supported[i]));
-        return refuse(err, 400, MX_REV_UNSUPPORTED_VERSION,
-                      json_pack("{s:o, s:s}", "supported", list, "requested", hv),
-                      "Unsupported protocol version: %.60s (supported: %s)", hv, MX_REV_MODERN);
-    }
-    /* MCP 2026-07-28, Streamable HTTP: an unknown method is 404; initialize,
-     * ping, logging/setLevel and resources/(un)subscribe no longer exist */
-    if (!method_known(method))
-        return refuse(err, 404, RPC_NO_METHOD, NULL, "Method not found: %.100s", method);
-    return 0;
+    return check_version_method(hv, method, err);
 }

@@ -35,6 +35,10 @@ struct mx_rev_hdrs {
     const struct mx_str *method;  /* Mcp-Method */
     const struct mx_str *name;    /* Mcp-Name */
     bool session;                 /* an Mcp-Session-Id was sent */
+    /* the request came over a transport without HTTP headers (stdio):
+     * what the Streamable HTTP transport asks of headers does not apply,
+     * the version is the one _meta names */
+    bool no_headers;
 };
 
 /* Why a request was refused. |data| is a new reference or NULL. */

@@ -75,6 +75,7 @@ struct sreq {
     bool answers;  /* what comes back goes to the client (a request, or bad input) */
     bool answered; /* the response to |id| went out */
     bool is_init;
+    bool modern;  /* a request of MCP 2026-07-28 (its _meta names a version) */
     bool blocked; /* a write returned MX_EAGAIN: on_drain is owed */
     bool broken;  /* over a cap: the rest of the body is dropped */
     bool done;    /* ended or reset: freed from the loop */
@@ -399,6 +400,7 @@ static struct sreq *sreq_new(struct mx_stdio_front *f, enum sreq_kind kind, stru
     sr->req = req;
     snprintf(req->method, sizeof(req->method), "%s", methods[kind]);
     snprintf(req->peer, sizeof(req->peer), "stdio");
+    req->version = 0; /* no HTTP: what MCP asks of HTTP headers does not apply */
     mx_buf_append(&req->url, "/mcp", 4);
     if (kind == SR_POST) {
         add_header(req, "Content-Type", "application/json");
@@ -444,6 +446,35 @@ static void reap(struct mx_stdio_front *f)
 
 /* ---- input ---- */
 
+/*
+ * MCP 2026-07-28 over stdio: a request is cancelled with
+ * notifications/cancelled naming it (over HTTP, by closing its stream). The
+ * request of |msg|'s requestId, when it is a 2026-07-28 one still running,
+ * is ended as a closed stream ends it; returns whether it was.
+ */
+static bool cancel_modern(struct mx_stdio_front *f, const json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (method == NULL || strcmp(method, "notifications/cancelled") != 0)
+        return false;
+    json_t *rid = json_object_get(json_object_get(msg, "params"), "requestId");
+    for (struct sreq *sr = f->reqs; sr; sr = sr->next) {
+        if (sr->modern && !sr->done && sr->id && json_equal(sr->id, rid)) {
+            sr->answered = true; /* a cancelled request is not answered */
+            mx_req_notify_abort(sr->req);
+            sreq_done(sr);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool names_version(const json_t *msg)
+{
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    return json_is_string(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
+}
+
 static void handle_line(struct mx_stdio_front *f, struct mx_str line)
 {
     line = mx_str_trim(line);
@@ -451,7 +482,12 @@ static void handle_line(struct mx_stdio_front *f, struct mx_str line)
         return;
     json_t *msg = mx_rpc_parse(line);
     enum mx_rpc_kind kind = json_is_object(msg) ? mx_rpc_classify(msg) : MX_RPC_INVALID;
+    if (kind == MX_RPC_NOTIFICATION && cancel_modern(f, msg)) {
+        json_decref(msg);
+        return;
+    }
     struct sreq *sr = sreq_new(f, SR_POST, line);
+    sr->modern = kind == MX_RPC_REQUEST && names_version(msg);
     sr->answers = kind == MX_RPC_REQUEST || kind == MX_RPC_INVALID;
     if (kind == MX_RPC_REQUEST) {
         sr->id = json_incref(json_object_get(msg, "id"));

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *msg = mx_rpc_parse(rest);
     if (msg == NULL)
         return 0;
-    struct mx_rev_hdrs h = {v.len ? &v : NULL, m.len ? &m : NULL, n.len ? &n : NULL, false};
+    struct mx_rev_hdrs h = {v.len ? &v : NULL, m.len ? &m : NULL, n.len ? &n : NULL, false, false};
     (void)mx_rev_is_modern(msg, &h);
     struct mx_rev_error err;
     if (json_is_object(msg) && mx_rev_check(msg, &h, &err) == 0) {

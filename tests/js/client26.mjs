@@ -4,6 +4,8 @@
 // pinned to the stateless revision 2026-07-28, against an MCP server:
 //
 //   node client26.mjs <url> <json-args>
+//   MX_CLIENT_STDIO='["mcplex","stdio","-c","f.toml"]' node client26.mjs stdio <json-args>
+//                 (launch that command and speak over its stdin/stdout)
 //
 // json-args: {"calls": [{"name", "arguments"}],   tools to call, texts reported
 //             "progress": {"name", "arguments"},  a call with a progress handler
@@ -20,6 +22,7 @@
 // crash.
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const MAX_PAGES = 100;
 console.log = (...a) => console.error(...a);
@@ -90,7 +93,16 @@ async function run(url, args) {
         changes++;
         changed();
     });
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+    // <url> "stdio": launch MX_CLIENT_STDIO (a JSON array) and speak over its
+    // stdin/stdout; the wire record stays empty (no HTTP)
+    const transport = url === 'stdio'
+        ? new StdioClientTransport({
+            command: JSON.parse(process.env.MX_CLIENT_STDIO)[0],
+            args: JSON.parse(process.env.MX_CLIENT_STDIO).slice(1),
+            env: { ...process.env },
+            stderr: 'inherit',
+        })
+        : new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
     await client.connect(transport);
     out.protocol_version = client.getNegotiatedProtocolVersion() ?? null;
     out.server = client.getServerVersion() ?? null;

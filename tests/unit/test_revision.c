@@ -165,7 +165,7 @@ static void test_revision_check_table(void **state)
         struct mx_str hm = mx_str_cstr(c->h_method ? c->h_method : "");
         struct mx_str hn = mx_str_cstr(c->h_name ? c->h_name : "");
         struct mx_rev_hdrs h = {c->h_version ? &hv : NULL, c->h_method ? &hm : NULL,
-                                c->h_name ? &hn : NULL, false};
+                                c->h_name ? &hn : NULL, false, false};
         struct mx_rev_error err;
         int rc = mx_rev_check(msg, &h, &err);
         if (c->status == 0) {
@@ -182,12 +182,38 @@ static void test_revision_check_table(void **state)
     }
 }
 
+/* Over stdio there are no headers: _meta alone says the version, and the
+ * checks that follow it still hold. */
+static void test_revision_no_headers(void **state)
+{
+    (void)state;
+    struct mx_rev_hdrs h = {NULL, NULL, NULL, false, true};
+    struct mx_rev_error err;
+    json_t *msg = req("tools/list", "2026-07-28", true, NULL);
+    assert_int_equal(mx_rev_check(msg, &h, &err), 0);
+    json_decref(msg);
+    msg = req("tools/list", "2026-07-28", false, NULL);
+    assert_int_equal(mx_rev_check(msg, &h, &err), MX_EPROTO);
+    assert_int_equal(err.code, -32602);
+    json_decref(msg);
+    msg = req("tools/list", "2099-01-01", true, NULL);
+    assert_int_equal(mx_rev_check(msg, &h, &err), MX_EPROTO);
+    assert_int_equal(err.code, MX_REV_UNSUPPORTED_VERSION);
+    assert_string_equal(json_string_value(json_object_get(err.data, "requested")), "2099-01-01");
+    json_decref(err.data);
+    json_decref(msg);
+    msg = req("ping", "2026-07-28", true, NULL);
+    assert_int_equal(mx_rev_check(msg, &h, &err), MX_EPROTO);
+    assert_int_equal(err.status, 404);
+    json_decref(msg);
+}
+
 static void test_revision_unsupported_data(void **state)
 {
     (void)state;
     json_t *msg = req("tools/list", "2099-01-01", true, NULL);
     struct mx_str hv = MX_STR_LIT("2099-01-01"), hm = MX_STR_LIT("tools/list");
-    struct mx_rev_hdrs h = {&hv, &hm, NULL, false};
+    struct mx_rev_hdrs h = {&hv, &hm, NULL, false, false};
     struct mx_rev_error err;
     assert_int_equal(mx_rev_check(msg, &h, &err), MX_EPROTO);
     assert_string_equal(json_string_value(json_object_get(err.data, "requested")), "2099-01-01");
@@ -295,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_revision_header_decode),
         cmocka_unit_test(test_revision_check_table),
         cmocka_unit_test(test_revision_unsupported_data),
+        cmocka_unit_test(test_revision_no_headers),
         cmocka_unit_test(test_revision_check_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
