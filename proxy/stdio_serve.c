@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "batch.h"
 #include "buf.h"
 #include "err.h"
 #include "log.h"
@@ -637,6 +638,42 @@ static void client_cancelled(struct bsess *bs, json_t *msg)
     }
 }
 
+static void post(struct bridge *b, struct mx_req *req, json_t *body);
+
+static void post_element(struct mx_req *element, void *data)
+{
+    json_t *msg = mx_rpc_parse(mx_req_body(element));
+    post(data, element, msg);
+    json_decref(msg);
+}
+
+/* MCP 2025-03-26 lets a client POST a JSON-RPC batch (later revisions
+ * removed it): for a session negotiated at 2025-03-26, each element is
+ * served as if it came alone (batch.c); initialize is never in one. */
+static void post_batch(struct bridge *b, struct mx_req *req, json_t *arr)
+{
+    struct mx_session *s = session_of(b, req, NULL);
+    if (s == NULL)
+        return;
+    size_t i;
+    json_t *el;
+    json_array_foreach(arr, i, el)
+    {
+        const char *m = json_string_value(json_object_get(el, "method"));
+        if (m && strcmp(m, "initialize") == 0) {
+            respond_error(req, 400, NULL, -32600,
+                          "Invalid Request: initialize must not be part of a JSON-RPC batch");
+            return;
+        }
+    }
+    if (strcmp(s->version, "2025-03-26") != 0)
+        respond_error(req, 400, NULL, -32600,
+                      "Invalid Request: JSON-RPC batches belong to MCP 2025-03-26 only");
+    else if (mx_batch_serve(b->ss->gw->loop, req, arr, SSE_OUT_CAP, post_element, b) != 0)
+        respond_error(req, 400, NULL, -32600,
+                      "Invalid Request: a JSON-RPC batch holds 1 to 64 messages");
+}
+
 static void post(struct bridge *b, struct mx_req *req, json_t *body)
 {
     json_t *msg = json_incref(body);
@@ -644,9 +681,13 @@ static void post(struct bridge *b, struct mx_req *req, json_t *body)
         respond_error(req, 400, NULL, -32700, "Parse error");
         return;
     }
+    if (json_is_array(msg)) {
+        post_batch(b, req, msg);
+        json_decref(msg);
+        return;
+    }
     if (!json_is_object(msg)) {
-        /* MCP 2025-06-18 removed JSON-RPC batching */
-        respond_error(req, 400, NULL, -32600, "Invalid Request: one JSON-RPC message per POST");
+        respond_error(req, 400, NULL, -32600, "Invalid Request");
         json_decref(msg);
         return;
     }

@@ -7,7 +7,9 @@
  * stream at once; a batch of notifications only is 202; batches are refused
  * for later revisions, with initialize inside, empty or too long, and
  * without a session; a client that goes away mid-batch cancels the call
- * upstream and mcplex keeps serving. No canary in mcplex's log.
+ * upstream and mcplex keeps serving. The same at /mcp/<server> for a
+ * command upstream (server-everything over stdio), whose sessions there are
+ * mcplex's own. No canary in mcplex's log.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -359,6 +361,56 @@ static void test_batch_client_gone(void **state)
     mx_it_pass();
 }
 
+/* /mcp/<server> for a command upstream (served by mcplex's own sessions
+ * there): a 2025-03-26 session's batch too. */
+static void test_batch_per_server_stdio(void **state)
+{
+    struct world w;
+    (void)state;
+    memset(&w, 0, sizeof(w));
+    mx_it_canary(w.token, sizeof(w.token));
+    char *js = mx_xasprintf(
+        "%s/tests/js/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        mx_it_source_dir());
+    int port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[servers.ev]\ncommand = [\"node\", \"%s\", \"stdio\"]\n"
+                             "env = [\"PATH\"]\n",
+                             port, js);
+    char *cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    assert_true(mx_it_start_mcplex(cfg_path, port) > 0);
+    w.url = mx_xasprintf("http://127.0.0.1:%d/mcp/ev", port);
+    w.log = mx_it_path("mcplex.log");
+    char *sid = open_session(&w, "2025-03-26");
+    long status;
+    char ctype[128];
+    char *body = post(&w, sid,
+                      "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                      "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                      "{\"name\":\"echo\",\"arguments\":{\"message\":\"batched\"}}}]",
+                      20000, &status, ctype, sizeof(ctype));
+    assert_int_equal(status, 200);
+    assert_string_equal(ctype, "text/event-stream");
+    json_t *msgs = sse_messages(body);
+    assert_true(json_is_object(json_object_get(by_id(msgs, 1, NULL), "result")));
+    const char *t = first_text(by_id(msgs, 2, NULL));
+    assert_non_null(t);
+    assert_non_null(strstr(t, "batched"));
+    json_decref(msgs);
+    free(body);
+    free(sid);
+    char *later = open_session(&w, "2025-06-18");
+    assert_refused(&w, later, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", 400,
+                   "2025-03-26");
+    free(later);
+    free(cfg);
+    free(cfg_path);
+    free(js);
+    world_end(&w);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +418,7 @@ int main(void)
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_batch_refusals, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_batch_client_gone, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_per_server_stdio, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -879,7 +879,7 @@ static void test_stdio_front_2026(void **state)
     assert_string_equal(json_string_value(json_array_get(texts, 1)), "sim-two");
     /* the SDK's stdio reader may drop the last progress when it comes in
      * the same read as the answer; the 2025 test above counts them in
-     * mcplex's raw stdout for that reason) */
+     * mcplex's raw stdout for that reason */
     assert_true(json_array_size(json_object_get(out, "progress")) >= 2);
     assert_string_equal(json_string_value(json_object_get(out, "progress_result")),
                         "done after 3 steps");
