@@ -1345,3 +1345,26 @@ void mx_it_assert_modern_result(const json_t *result, bool cacheable)
         assert_string_equal(json_string_value(json_object_get(result, "cacheScope")), "private");
     }
 }
+
+json_t *mx_it_client26_ok(const char *url, const char *args_json)
+{
+    const char *argv[] = {url, args_json ? args_json : "{}", NULL};
+    json_t *out = NULL;
+    assert_int_equal(mx_it_node("client26.mjs", argv, NULL, &out), 0);
+    assert_non_null(out);
+    if (!json_is_true(json_object_get(out, "ok")))
+        fail_msg("SDK v2 client at %s: %s", url, json_string_value(json_object_get(out, "error")));
+    assert_string_equal(json_string_value(json_object_get(out, "protocol_version")), "2026-07-28");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "server"), "name")),
+                        "mcplex");
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(out, "wire"), i, e)
+    {
+        const char *m = json_string_value(json_object_get(e, "method"));
+        assert_true(m == NULL || strcmp(m, "initialize") != 0);
+        assert_false(json_is_true(json_object_get(e, "session")));
+        assert_string_equal(json_string_value(json_object_get(e, "version")), "2026-07-28");
+    }
+    return out;
+}

@@ -219,6 +219,12 @@ void mx_it_assert_sorted_unique(const json_t *names);
  * headers |headers| (may be NULL) into |out|; "" when absent. */
 void mx_it_header_value(const char *headers, const char *name, char *out, size_t cap);
 
+/* tests/js/client26.mjs (the SDK v2 client pinned to 2026-07-28) at |url|
+ * with |args_json|: fails the test unless it ran, agreed on 2026-07-28 with
+ * mcplex and never sent initialize or a session id. The output; the caller
+ * json_decref()s it. */
+json_t *mx_it_client26_ok(const char *url, const char *args_json);
+
 /* Write |len| bytes (0600, replacing the file). Returns 0 or MX_EIO. */
 int mx_it_write_file(const char *path, const char *data, size_t len);
 /* Read a whole file (at most 64 MiB) with a NUL after it; caller frees.

@@ -200,32 +200,6 @@ static void test_sdk1_tls_per_server(void **state)
 
 /* ---- the 2026-07-28 client (SDK v2, pinned) ---- */
 
-static json_t *client26(const char *url, const char *args)
-{
-    const char *argv[] = {url, args, NULL};
-    json_t *out = NULL;
-    assert_int_equal(mx_it_node("client26.mjs", argv, NULL, &out), 0);
-    assert_non_null(out);
-    if (!json_is_true(json_object_get(out, "ok"))) {
-        char *dump = json_dumps(out, 0);
-        fail_msg("SDK v2 at %s: %s", url, dump);
-    }
-    assert_string_equal(json_string_value(json_object_get(out, "protocol_version")), "2026-07-28");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "server"), "name")),
-                        "mcplex");
-    /* it spoke 2026-07-28 only: no initialize, no session */
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(out, "wire"), i, e)
-    {
-        const char *m = json_string_value(json_object_get(e, "method"));
-        assert_true(m == NULL || strcmp(m, "initialize") != 0);
-        assert_false(json_is_true(json_object_get(e, "session")));
-        assert_string_equal(json_string_value(json_object_get(e, "version")), "2026-07-28");
-    }
-    return out;
-}
-
 /* Sampling through an input_required result and the client's retry. */
 static void assert_sampling26(const char *url, const char *tool, const char *arguments)
 {
@@ -233,7 +207,7 @@ static void assert_sampling26(const char *url, const char *tool, const char *arg
     mx_it_canary(reply, sizeof(reply));
     char *args = mx_xasprintf("{\"sampling\":{\"name\":\"%s\",\"arguments\":%s,\"reply\":\"%s\"}}",
                               tool, arguments, reply);
-    json_t *out = client26(url, args);
+    json_t *out = mx_it_client26_ok(url, args);
     assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
     const char *got = json_string_value(json_object_get(out, "sampling_result"));
     if (got == NULL || strstr(got, reply) == NULL)
@@ -250,9 +224,9 @@ static void test_sdk2_tls_merged(void **state)
     start_world(&w);
     char *url = url_of(&w, "/mcp");
     json_t *out =
-        client26(url, "{\"calls\":[{\"name\":\"whoami\"},{\"name\":\"test_simple_text\"}],"
-                      "\"progress\":{\"name\":\"slow\",\"arguments\":{\"steps\":3,"
-                      "\"interval_ms\":50}}}");
+        mx_it_client26_ok(url, "{\"calls\":[{\"name\":\"whoami\"},{\"name\":\"test_simple_text\"}],"
+                               "\"progress\":{\"name\":\"slow\",\"arguments\":{\"steps\":3,"
+                               "\"interval_ms\":50}}}");
     json_t *tools = json_object_get(out, "tools");
     assert_true(mx_it_has_string(tools, "sim_echo"));
     assert_true(mx_it_has_string(tools, "test_input_required_result_sampling"));
@@ -280,10 +254,11 @@ static void test_sdk2_tls_per_server(void **state)
     char *sim = url_of(&w, "/mcp/sim");
     char *ev = url_of(&w, "/mcp/everything");
     char *conf = url_of(&w, "/mcp/conf");
-    json_t *out = client26(sim, "{\"calls\":[{\"name\":\"whoami\"},{\"name\":\"echo\","
-                                "\"arguments\":{\"message\":\"over tls\"}}],"
-                                "\"progress\":{\"name\":\"slow\",\"arguments\":{\"steps\":3,"
-                                "\"interval_ms\":50}}}");
+    json_t *out =
+        mx_it_client26_ok(sim, "{\"calls\":[{\"name\":\"whoami\"},{\"name\":\"echo\","
+                               "\"arguments\":{\"message\":\"over tls\"}}],"
+                               "\"progress\":{\"name\":\"slow\",\"arguments\":{\"steps\":3,"
+                               "\"interval_ms\":50}}}");
     json_t *tools = json_object_get(out, "tools");
     assert_true(mx_it_has_string(tools, "echo"));
     assert_false(mx_it_has_string(tools, "sim_echo"));
@@ -293,7 +268,7 @@ static void test_sdk2_tls_per_server(void **state)
     assert_string_equal(json_string_value(json_array_get(texts, 1)), "over tls");
     assert_int_equal(json_array_size(json_object_get(out, "progress")), 3);
     json_decref(out);
-    out = client26(conf, "{\"calls\":[{\"name\":\"test_simple_text\"}]}");
+    out = mx_it_client26_ok(conf, "{\"calls\":[{\"name\":\"test_simple_text\"}]}");
     assert_non_null(
         strstr(json_string_value(json_array_get(json_object_get(out, "calls"), 0)), "test"));
     json_decref(out);
