@@ -307,6 +307,16 @@ static void catalogue_load(struct mx_mcpup *u)
         u->gen[k]++;
     }
     u->from_catalogue = true;
+    /* MCP 2026-07-28, Custom Headers: the tools' x-mcp-header arguments, as
+     * a live tools/list would have taught them, so a call made before the
+     * first one carries its Mcp-Param-* headers */
+    if (u->lists[MX_AGG_TOOLS]) {
+        json_t *res = json_pack("{s:O}", "tools", u->lists[MX_AGG_TOOLS]);
+        if (u->env.tool_params == NULL)
+            u->env.tool_params = json_object();
+        json_decref(mx_up26_tools_seen(res, u->env.tool_params, NULL));
+        json_decref(res);
+    }
     mx_log_info(SUBSYS, "up:%s lists loaded from the catalogue; no contact until a call",
                 u->cfg->name);
     set_up_state(u, UPS_READY);

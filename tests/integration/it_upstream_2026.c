@@ -87,12 +87,17 @@ static json_t *sim_stats(const struct world *w)
     return st;
 }
 
-static json_t *client_ok(const struct world *w, const char *scenario, const char *args)
+static json_t *client_ok_at(const char *url, const char *scenario, const char *args)
 {
-    json_t *out = mx_it_client_ok(w->url, scenario, args);
+    json_t *out = mx_it_client_ok(url, scenario, args);
     if (!json_is_true(json_object_get(out, "ok")))
         fail_msg("client %s: %s", scenario, json_dumps(out, 0));
     return out;
+}
+
+static json_t *client_ok(const struct world *w, const char *scenario, const char *args)
+{
+    return client_ok_at(w->url, scenario, args);
 }
 
 /* The 2025 SDK client: lists, a call, progress, sampling through MRTR. */
@@ -818,11 +823,70 @@ static void test_subscription_updates(void **state)
     mx_it_pass();
 }
 
+/* mcplex with the conformance sim as its only upstream and |state| as its
+ * state directory, on a fresh port; its pid. */
+static pid_t start_with_state(const char *state, int sim_port, const char *secret, int *port)
+{
+    *port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\nstate_dir = \"%s\"\n"
+                             "[servers.conf]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n",
+                             *port, state, sim_port, secret);
+    char *cfg_path = mx_it_path("mcplex-state.toml");
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    pid_t pid = mx_it_start_mcplex(cfg_path, *port);
+    assert_true(pid > 0);
+    free(cfg);
+    free(cfg_path);
+    return pid;
+}
+
+/* A tool whose argument travels in an Mcp-Param-* header, called by a
+ * mcplex that knows the tool from its on-disk catalogue only (restarted,
+ * no live tools/list yet): the header goes along, the call succeeds. */
+static void test_catalogue_param_headers(void **state)
+{
+    char token[MX_IT_CANARY_SIZE];
+    int sim_port, port;
+    (void)state;
+    mx_it_canary(token, sizeof(token));
+    const char *args[] = {"--conformance", "--name", "conf-sim", NULL};
+    assert_true(mx_it_start_sim("conf-sim", token, args, &sim_port) > 0);
+    char *secret = mx_it_secret_file("conf.secret", token);
+    char *state_dir = mx_it_path("state");
+    pid_t first = start_with_state(state_dir, sim_port, secret, &port);
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", port);
+    json_t *out = client_ok_at(url, "list-all", NULL);
+    assert_true(mx_it_has_string(json_object_get(json_object_get(out, "tools"), "names"),
+                                 "test_header_param"));
+    json_decref(out);
+    free(url);
+    assert_int_equal(mx_it_signal(first, SIGTERM), 0);
+    assert_int_equal(mx_it_wait_exit(first, 10000), 0);
+
+    pid_t second = start_with_state(state_dir, sim_port, secret, &port);
+    url = mx_xasprintf("http://127.0.0.1:%d/mcp", port);
+    out = client_ok_at(url, "call",
+                       "{\"name\":\"test_header_param\",\"arguments\":{\"region\":"
+                       "\"Caf\u00e9 Nord\"}}");
+    const char *t = mx_it_result_text(out);
+    if (t == NULL || strcmp(t, "Region: Caf\u00e9 Nord") != 0)
+        fail_msg("call from the catalogue: %s", json_dumps(out, 0));
+    json_decref(out);
+    assert_int_equal(mx_it_signal(second, SIGTERM), 0);
+    free(url);
+    free(state_dir);
+    free(secret);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_upstream_2026, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_subscription_updates, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_catalogue_param_headers, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
