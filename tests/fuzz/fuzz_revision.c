@@ -4,7 +4,8 @@
  * lines (MCP-Protocol-Version, Mcp-Method, Mcp-Name; an empty line means
  * absent) and a JSON body. Never crashes; an accepted request names a
  * supported version and its method equals Mcp-Method; a refusal carries a
- * 4xx status and a code; a decoded header value fits its buffer.
+ * 4xx status and a code; a decoded header value fits its buffer. The same
+ * body is checked once more as if it came over stdio (no headers).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MX_ASSERT(mx_rev_version_supported(
             json_string_value(json_object_get(meta, MX_REV_META_VERSION))));
         MX_ASSERT(m.len == strlen(json_string_value(json_object_get(msg, "method"))));
+    } else if (json_is_object(msg)) {
+        MX_ASSERT(err.status >= 400 && err.status < 500 && err.code < 0);
+        json_decref(err.data);
+    }
+    /* the same body over stdio: no headers, _meta alone counts */
+    struct mx_rev_hdrs none = {NULL, NULL, NULL, false, true};
+    if (json_is_object(msg) && mx_rev_check(msg, &none, &err) == 0) {
+        json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+        MX_ASSERT(mx_rev_version_supported(
+            json_string_value(json_object_get(meta, MX_REV_META_VERSION))));
     } else if (json_is_object(msg)) {
         MX_ASSERT(err.status >= 400 && err.status < 500 && err.code < 0);
         json_decref(err.data);
