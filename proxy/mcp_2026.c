@@ -42,6 +42,7 @@
 #define CURSOR_SCOPED   0x10 /* in a cursor's kind: a list of /mcp/<server> */
 #define HANDLE_LEN      32   /* hex of 128 random bits */
 
+#define RPC_PARSE_ERROR     -32700
 #define RPC_INVALID_REQUEST -32600
 #define RPC_NO_METHOD       -32601
 #define RPC_INVALID_PARAMS  -32602
@@ -1885,7 +1886,19 @@ bool mx_mcp_modern_serve_one(struct mx_mcp *m, struct mx_upstream *up, struct mx
 {
     if (!mx_str_eq(mx_req_method(req), MX_STR_LIT("POST")))
         return mcp_modern_refuses(m, req);
-    if (!json_is_object(msg) || !mcp_modern_claims(req, msg))
+    if (!json_is_object(msg)) {
+        /* a body that is no JSON-RPC message, sent as 2026-07-28 (its
+         * version header, no session): refused as /mcp refuses it, not
+         * relayed */
+        struct mx_rev_hdrs h;
+        get_headers(req, &h);
+        if (h.session || !mx_rev_is_modern(NULL, &h))
+            return false;
+        send_error(m, req, 400, NULL, msg ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
+                   msg ? "Invalid Request: one JSON-RPC message per POST" : "Parse error", NULL);
+        return true;
+    }
+    if (!mcp_modern_claims(req, msg))
         return false;
     struct mx_mcpup *u = up->idx < m->up_cnt ? up_at(m, up->idx) : NULL;
     struct mx_rev_error err;

@@ -325,6 +325,32 @@ static void assert_refusals(const struct world *w)
     assert_int_equal(mx_it_error_code(&a), -32601);
     mx_it_answer_clear(&a);
 
+    /* a body that is no JSON, or a batch, sent as 2026-07-28: refused by
+     * mcplex, as at /mcp, for any kind of upstream */
+    static const char *const bodies[] = {"this is not json", "[{\"jsonrpc\":\"2.0\"}]"};
+    static const json_int_t codes[] = {-32700, -32600};
+    for (size_t i = 0; i < 2; i++) {
+        static const char *const at[] = {"/mcp/a", "/mcp/conf", "/mcp/ev", "/mcp"};
+        for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+            char *url = mx_xasprintf("%s%s", w->base, at[k]);
+            const char *ph[] = {"Content-Type: application/json",
+                                "Accept: application/json, text/event-stream",
+                                "MCP-Protocol-Version: 2026-07-28", NULL};
+            memset(&a, 0, sizeof(a));
+            assert_int_equal(
+                mx_it_http_full("POST", url, ph, bodies[i], 5000, &a.status, &a.headers, &a.body),
+                0);
+            mx_it_answer_parse(&a);
+            if (a.status != 400 || mx_it_error_code(&a) != codes[i])
+                fail_msg("%s %s: %ld %s", at[k], bodies[i], a.status, a.body);
+            /* mcplex's own answer at /mcp/<server>, not the upstream's */
+            if (i == 1 && k < 3 && strstr(a.body, "one JSON-RPC message per POST") == NULL)
+                fail_msg("%s: not mcplex's refusal: %s", at[k], a.body);
+            mx_it_answer_clear(&a);
+            free(url);
+        }
+    }
+
     /* no GET stream, no DELETE, for any kind of upstream */
     const char *gh[] = {"Accept: text/event-stream", "MCP-Protocol-Version: 2026-07-28", NULL};
     static const char *const paths[] = {"/mcp/a", "/mcp/conf", "/mcp/ev", "/mcp/evsse"};
