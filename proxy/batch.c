@@ -342,6 +342,23 @@ static struct mx_req *derive(const struct mx_req *parent, struct elem *e, const 
     return r;
 }
 
+const char *mx_batch_refusal(const json_t *arr, const char *version)
+{
+    if (version == NULL || strcmp(version, "2025-03-26") != 0)
+        return "Invalid Request: JSON-RPC batches belong to MCP 2025-03-26 only";
+    size_t i;
+    json_t *el;
+    json_array_foreach(arr, i, el)
+    {
+        const char *m = json_string_value(json_object_get(el, "method"));
+        if (m && strcmp(m, "initialize") == 0)
+            return "Invalid Request: initialize must not be part of a JSON-RPC batch";
+    }
+    if (json_array_size(arr) == 0 || json_array_size(arr) > MX_BATCH_MAX)
+        return "Invalid Request: a JSON-RPC batch holds 1 to 64 messages";
+    return NULL;
+}
+
 int mx_batch_serve(struct ev_loop *loop, struct mx_req *parent, const json_t *arr, size_t max_event,
                    mx_batch_dispatch_fn dispatch, void *data)
 {

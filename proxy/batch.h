@@ -27,6 +27,15 @@
 /* Most elements one batch may hold. */
 #define MX_BATCH_MAX 64
 
+/*
+ * Why the batch |arr| POSTed in a session negotiated at |version| must be
+ * refused (MCP 2025-03-26 has batches, later revisions removed them;
+ * initialize, which opens a session, is never in one; 1 to MX_BATCH_MAX
+ * elements): a message for the client's -32600, or NULL when it may be
+ * served.
+ */
+const char *mx_batch_refusal(const json_t *arr, const char *version);
+
 /* Serve one element (a request the batch made; the handler owns it as it
  * owns any request). */
 typedef void (*mx_batch_dispatch_fn)(struct mx_req *element, void *data);
@@ -37,7 +46,8 @@ typedef void (*mx_batch_dispatch_fn)(struct mx_req *element, void *data);
  * |dispatch| and the answers on |parent|. |max_event| caps what one element's answer
  * may hold (larger ones become a JSON-RPC error for that element).
  * Returns 0 (the batch owns the response of |parent| from now on) or
- * MX_EINVAL (|arr| empty or too long; nothing was sent).
+ * MX_EINVAL (|arr| empty or too long, which mx_batch_refusal() tells
+ * first; nothing was sent).
  */
 int mx_batch_serve(struct ev_loop *loop, struct mx_req *parent, const json_t *arr, size_t max_event,
                    mx_batch_dispatch_fn dispatch, void *data);

@@ -1417,37 +1417,17 @@ static void post_element(struct mx_req *element, void *data)
     post(data, element);
 }
 
-/* MCP 2025-03-26, Streamable HTTP: a POST may carry a JSON-RPC batch, and
- * later revisions removed it; so a batch needs a session negotiated at
- * 2025-03-26, and must not hold initialize (it opens the session). */
+/* MCP 2025-03-26, Streamable HTTP: a POST may carry a JSON-RPC batch
+ * (batch.h says which are taken). */
 static void post_batch(struct mx_mcp *m, struct mx_req *req, json_t *arr)
 {
     struct mx_session *s = session_from(m, req, NULL);
     if (s == NULL)
         return;
-    if (strcmp(s->version, "2025-03-26") != 0) {
-        char text[160];
-        snprintf(text, sizeof(text),
-                 "Invalid Request: JSON-RPC batches belong to MCP 2025-03-26; this session "
-                 "speaks %s",
-                 s->version);
-        respond_error(m, req, s, 400, NULL, RPC_INVALID_REQUEST, text);
+    const char *why = mx_batch_refusal(arr, s->version);
+    if (why == NULL && mx_batch_serve(m->loop, req, arr, SSE_OUT_CAP, post_element, m) == 0)
         return;
-    }
-    size_t i;
-    json_t *el;
-    json_array_foreach(arr, i, el)
-    {
-        if (json_is_string(json_object_get(el, "method")) &&
-            strcmp(json_string_value(json_object_get(el, "method")), "initialize") == 0) {
-            respond_error(m, req, s, 400, NULL, RPC_INVALID_REQUEST,
-                          "Invalid Request: initialize must not be part of a JSON-RPC batch");
-            return;
-        }
-    }
-    if (mx_batch_serve(m->loop, req, arr, SSE_OUT_CAP, post_element, m) != 0)
-        respond_error(m, req, s, 400, NULL, RPC_INVALID_REQUEST,
-                      "Invalid Request: a JSON-RPC batch holds 1 to 64 messages");
+    respond_error(m, req, s, 400, NULL, RPC_INVALID_REQUEST, why ? why : "Invalid Request");
 }
 
 static void post(struct mx_mcp *m, struct mx_req *req)

@@ -647,31 +647,17 @@ static void post_element(struct mx_req *element, void *data)
     json_decref(msg);
 }
 
-/* MCP 2025-03-26 lets a client POST a JSON-RPC batch (later revisions
- * removed it): for a session negotiated at 2025-03-26, each element is
- * served as if it came alone (batch.c); initialize is never in one. */
+/* MCP 2025-03-26 lets a client POST a JSON-RPC batch (batch.h says which
+ * are taken): each element is served as if it came alone. */
 static void post_batch(struct bridge *b, struct mx_req *req, json_t *arr)
 {
     struct mx_session *s = session_of(b, req, NULL);
     if (s == NULL)
         return;
-    size_t i;
-    json_t *el;
-    json_array_foreach(arr, i, el)
-    {
-        const char *m = json_string_value(json_object_get(el, "method"));
-        if (m && strcmp(m, "initialize") == 0) {
-            respond_error(req, 400, NULL, -32600,
-                          "Invalid Request: initialize must not be part of a JSON-RPC batch");
-            return;
-        }
-    }
-    if (strcmp(s->version, "2025-03-26") != 0)
-        respond_error(req, 400, NULL, -32600,
-                      "Invalid Request: JSON-RPC batches belong to MCP 2025-03-26 only");
-    else if (mx_batch_serve(b->ss->gw->loop, req, arr, SSE_OUT_CAP, post_element, b) != 0)
-        respond_error(req, 400, NULL, -32600,
-                      "Invalid Request: a JSON-RPC batch holds 1 to 64 messages");
+    const char *why = mx_batch_refusal(arr, s->version);
+    if (why == NULL && mx_batch_serve(b->ss->gw->loop, req, arr, SSE_OUT_CAP, post_element, b) == 0)
+        return;
+    respond_error(req, 400, NULL, -32600, why ? why : "Invalid Request");
 }
 
 static void post(struct bridge *b, struct mx_req *req, json_t *body)
