@@ -375,7 +375,32 @@ static void on_client_abort(struct mx_req *req, void *data)
     fwd_free(f);
 }
 
-static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait};
+/* End a relayed GET stream whose upstream side is gone: the client's
+ * stream ends as streams may (it opens a new one when it wants). */
+static void stream_end(struct fwd *f, const char *why)
+{
+    if (f->req) {
+        mx_req_set_handler(f->req, NULL, NULL, NULL);
+        if (f->responded)
+            mx_req_end(f->req);
+        else
+            answer_error(f, 503, MX_RPC_UPSTREAM_UNAVAILABLE, why);
+    }
+    f->outcome = MX_METRICS_CANCELLED;
+    fwd_free(f);
+}
+
+/* idle_close closed the upstream's GET stream (upcall.h). */
+static void on_idle(void *data)
+{
+    struct fwd *f = data;
+    f->call = NULL; /* gone */
+    mx_log_debug("forward", "up:%s unused for idle_close; ending a stream", f->up->cfg->name);
+    stream_end(f, "the server was idle");
+}
+
+static const struct mx_upcall_cbs cbs = {{on_head, on_data, on_done}, on_wait, NULL};
+static const struct mx_upcall_cbs get_cbs = {{on_head, on_data, on_done}, on_wait, on_idle};
 
 void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up)
 {
@@ -389,16 +414,7 @@ void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up)
         if (f->up == up && strcmp(f->http_method, "GET") == 0) {
             mx_log_debug("forward", "up:%s left the config; ending a stream", up->cfg->name);
             mx_upcall_cancel(f->call);
-            if (f->req) {
-                mx_req_set_handler(f->req, NULL, NULL, NULL);
-                if (f->responded)
-                    mx_req_end(f->req);
-                else
-                    answer_error(f, 503, MX_RPC_UPSTREAM_UNAVAILABLE,
-                                 "the server left the config at a reload");
-            }
-            f->outcome = MX_METRICS_CANCELLED;
-            fwd_free(f);
+            stream_end(f, "the server left the config at a reload");
         }
         f = next;
     }
@@ -498,7 +514,8 @@ static void relay(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *
     o.may_repeat = !mx_str_eq(method, MX_STR_LIT("POST"));
 
     f->t_up_start = mx_metrics_now();
-    int rc = mx_upcall_start(gw->loop, gw->uclient, up, &o, &cbs, f, &f->call);
+    bool get = mx_str_eq(method, MX_STR_LIT("GET"));
+    int rc = mx_upcall_start(gw->loop, gw->uclient, up, &o, get ? &get_cbs : &cbs, f, &f->call);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         f->outcome = MX_METRICS_ERROR;

@@ -38,6 +38,20 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
                             mx_metrics_p50(u->metrics, u->metrics_slot, 60.0, &p50) == 0
                                 ? json_real(p50 * 1000.0)
                                 : json_null());
+        /* idle_close: what mcplex holds open to it, since when, and when it
+         * last closed everything for idleness (uclient.h) */
+        struct mx_upool_info pi;
+        mx_upool_info(u->pool, &pi);
+        char t[32];
+        json_object_set_new(uo, "held",
+                            json_pack("{s:I, s:I}", "connections", (json_int_t)pi.conns, "streams",
+                                      (json_int_t)pi.streams));
+        if (pi.held_since)
+            iso_time(pi.held_since, t, sizeof(t));
+        json_object_set_new(uo, "held_since", pi.held_since ? json_string(t) : json_null());
+        if (pi.idle_closed)
+            iso_time(pi.idle_closed, t, sizeof(t));
+        json_object_set_new(uo, "idle_closed_at", pi.idle_closed ? json_string(t) : json_null());
         json_array_append_new(ups, uo);
     }
     json_t *o =

@@ -163,7 +163,23 @@ static json_t *client_caps_for(const struct mx_session *owner)
     return out;
 }
 
-static const struct mx_upsess_cbs upsess_cbs = {on_up_message, on_up_ready};
+/* idle_close had closed the session's notification stream: a list_changed
+ * sent meanwhile was missed, so the lists are fetched again (clients hear
+ * list_changed if they differ). */
+static void on_up_gap(struct mx_upsess *s, void *data)
+{
+    struct upctx *ctx = data;
+    struct mx_mcpup *u = ctx->u;
+    (void)s;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        if (u->lists[k])
+            u->stale[k] = true;
+    }
+    if (!u->m->shutting_down)
+        mcp_up_refresh(u, ctx, 0, NULL);
+}
+
+static const struct mx_upsess_cbs upsess_cbs = {on_up_message, on_up_ready, on_up_gap};
 
 struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
 {

@@ -394,8 +394,8 @@ static json_t *client_caps(const json_t *params)
 static void pc_on_message(struct mx_upsess *us, uint64_t key, json_t *msg, void *data);
 static void shared_on_message(struct mx_upsess *us, uint64_t key, json_t *msg, void *data);
 
-static const struct mx_upsess_cbs pc_cbs = {pc_on_message, NULL};
-static const struct mx_upsess_cbs shared_cbs = {shared_on_message, NULL};
+static const struct mx_upsess_cbs pc_cbs = {pc_on_message, NULL, NULL};
+static const struct mx_upsess_cbs shared_cbs = {shared_on_message, NULL, NULL};
 
 static struct mx_upsess *bs_upsess(struct bsess *bs)
 {

@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <ev.h>
@@ -44,6 +47,13 @@
  */
 #define HEAD_MAX_BYTES   (64u * 1024u)
 #define HEAD_MAX_HEADERS 128u
+
+/* Record the first setopt failure; later calls are skipped. */
+#define SETOPT(rc, easy, opt, val)                                                                 \
+    do {                                                                                           \
+        if ((rc) == CURLE_OK)                                                                      \
+            (rc) = curl_easy_setopt((easy), (opt), (val));                                         \
+    } while (0)
 
 /* A circular doubly linked list with a sentinel: unlinking needs no head. */
 struct link {
@@ -132,6 +142,10 @@ struct mx_ureq {
     struct hdr_pos *pos;
     size_t pos_cnt;
 
+    struct mx_upool *pool; /* NULL: the multi's common connection cache */
+    bool stream;           /* opts.stream */
+    bool held;             /* a stream whose head came: held, not use of the pool */
+
     bool consumer_paused; /* on_data returned MX_EAGAIN and no resume came yet */
     bool curl_paused;     /* we answered CURL_WRITEFUNC_PAUSE: libcurl holds the bytes */
 
@@ -145,6 +159,24 @@ struct sock {
     struct link node; /* in c->socks */
 };
 
+struct mx_upool {
+    struct mx_uclient *c;
+    struct link node; /* in c->pools */
+    CURLSH *share;    /* its connection cache; NULL until used, and after each close */
+    struct mx_upool_cbs cbs;
+    void *data;
+    ev_timer idle;
+    double idle_s;
+    bool dead;    /* its owner let go: no callbacks, freed once nothing uses it */
+    bool closing; /* idle: close every connection once no transfer uses the share */
+    size_t users; /* live transfers whose easy handle has the share */
+    size_t busy;  /* of those, the ones that are use (not held streams) */
+    size_t conns; /* sockets open, counted by open_sock and close_sock */
+    size_t streams;
+    time_t held_since;
+    time_t idle_closed;
+};
+
 struct mx_uclient {
     struct ev_loop *loop;
     CURLM *multi;
@@ -153,6 +185,7 @@ struct mx_uclient {
     struct link reqs; /* every live mx_ureq */
     struct link todo; /* requests to add or to unpause */
     struct link socks;
+    struct link pools;
     size_t active;
     size_t zombies;   /* requests in MX_UREQ_CANCELLED */
     unsigned in_curl; /* depth of our calls into libcurl that may run callbacks */
@@ -191,13 +224,30 @@ static void wipe_slist(struct curl_slist *l)
 }
 
 /* The easy handle must no longer be in the multi handle. */
+static void pool_check(struct mx_upool *p);
+
+static void pool_leave(struct mx_ureq *u)
+{
+    struct mx_upool *p = u->pool;
+    if (p == NULL)
+        return;
+    u->pool = NULL;
+    p->users--;
+    if (u->held)
+        p->streams--;
+    else
+        p->busy--;
+    pool_check(p);
+}
+
 static void ureq_free(struct mx_ureq *u)
 {
     struct mx_uclient *c = u->c;
     link_del(&u->node);
     link_del(&u->todo);
     if (u->easy)
-        curl_easy_cleanup(u->easy);
+        curl_easy_cleanup(u->easy); /* detaches it from the pool's share */
+    pool_leave(u);
     wipe_slist(u->hdrs);
     free(u->body);
     mx_buf_clear(&u->head);
@@ -214,6 +264,187 @@ static void schedule(struct mx_ureq *u)
         link_add_tail(&c->todo, &u->todo);
     if (!ev_is_active(&c->kick))
         ev_prepare_start(c->loop, &c->kick);
+}
+
+/* ---- pools ---- */
+
+static void held_note(struct mx_upool *p)
+{
+    if (p->conns + p->streams == 0)
+        p->held_since = 0;
+    else if (p->held_since == 0)
+        p->held_since = time(NULL);
+}
+
+/* Close every connection of |p| (no transfer uses it); free a dead one. */
+static void pool_close(struct mx_upool *p)
+{
+    MX_ASSERT(p->users == 0 && p->c->in_curl == 0);
+    if (p->share) {
+        /* closes the cached connections; close_sock counts them down */
+        CURLSHcode sc = curl_share_cleanup(p->share);
+        if (sc != CURLSHE_OK)
+            mx_log_warn(SUBSYS, "curl_share_cleanup: %s", curl_share_strerror(sc));
+        p->share = NULL;
+    }
+    if (p->closing)
+        p->idle_closed = time(NULL);
+    p->closing = false;
+    held_note(p);
+    if (p->dead) {
+        ev_timer_stop(p->c->loop, &p->idle);
+        link_del(&p->node);
+        free(p);
+    }
+}
+
+/* Usage changed: start the idle clock, or ask for the close at the next
+ * safe point (this may run inside a curl callback). */
+static void pool_check(struct mx_upool *p)
+{
+    held_note(p);
+    if (p->users == 0 && (p->closing || p->dead)) {
+        if (!ev_is_active(&p->c->kick))
+            ev_prepare_start(p->c->loop, &p->c->kick);
+        return;
+    }
+    if (p->busy > 0 || p->dead || p->idle_s <= 0) {
+        ev_timer_stop(p->c->loop, &p->idle);
+    } else if (!ev_is_active(&p->idle) && !p->closing) {
+        ev_timer_set(&p->idle, p->idle_s, 0.0);
+        ev_timer_start(p->c->loop, &p->idle);
+    }
+}
+
+static void pool_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_upool *p = mx_container_of(w, struct mx_upool, idle);
+    (void)revents;
+    if (p->dead || p->busy > 0)
+        return;
+    if (!p->cbs.on_idle(p, p->data)) {
+        ev_timer_set(&p->idle, p->idle_s, 0.0);
+        ev_timer_start(loop, &p->idle);
+        return;
+    }
+    /* on_idle cancelled the streams; a transfer it could not stop (one
+     * that is being cancelled, a goodbye) closes the pool when it ends */
+    ev_timer_stop(loop, &p->idle);
+    if (p->busy > 0)
+        return;
+    p->closing = true;
+    if (p->users == 0)
+        pool_close(p);
+}
+
+/* Pools whose close waited for a safe point. */
+static void pools_settle(struct mx_uclient *c)
+{
+    for (struct link *l = c->pools.next, *n; l != &c->pools; l = n) {
+        n = l->next;
+        struct mx_upool *p = mx_container_of(l, struct mx_upool, node);
+        if (p->users == 0 && (p->closing || p->dead))
+            pool_close(p);
+    }
+}
+
+static curl_socket_t open_sock(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    struct mx_upool *p = clientp;
+    (void)purpose;
+    int fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (fd < 0)
+        return CURL_SOCKET_BAD;
+    p->conns++;
+    held_note(p);
+    return fd;
+}
+
+static int close_sock(void *clientp, curl_socket_t fd)
+{
+    struct mx_upool *p = clientp;
+    /* libcurl tells sock_cb before it closes a socket it watches; one closed
+     * from the share's cache is watched by nobody. Make sure of it: libev
+     * must never watch a descriptor that was closed. */
+    for (struct link *l = p->c->socks.next; l != &p->c->socks; l = l->next) {
+        struct sock *sk = mx_container_of(l, struct sock, node);
+        if (sk->fd == fd && ev_is_active(&sk->io)) {
+            mx_log_warn(SUBSYS, "closing a watched socket");
+            ev_io_stop(p->c->loop, &sk->io);
+        }
+    }
+    MX_ASSERT(p->conns > 0);
+    p->conns--;
+    held_note(p);
+    return close(fd);
+}
+
+struct mx_upool *mx_upool_new(struct mx_uclient *c, long idle_ms, const struct mx_upool_cbs *cbs,
+                              void *data)
+{
+    struct mx_upool *p = mx_xcalloc(1, sizeof(*p));
+    p->c = c;
+    p->cbs = *cbs;
+    p->data = data;
+    p->idle_s = (double)idle_ms / 1000.0;
+    ev_init(&p->idle, pool_idle_cb);
+    link_add_tail(&c->pools, &p->node);
+    return p;
+}
+
+void mx_upool_free(struct mx_upool *p)
+{
+    if (p == NULL)
+        return;
+    p->dead = true;
+    ev_timer_stop(p->c->loop, &p->idle);
+    if (p->users == 0 && p->c->in_curl == 0)
+        pool_close(p);
+    else
+        pool_check(p);
+}
+
+void mx_upool_info(const struct mx_upool *p, struct mx_upool_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (p == NULL)
+        return;
+    out->conns = p->conns;
+    out->streams = p->streams;
+    out->held_since = p->held_since;
+    out->idle_closed = p->idle_closed;
+}
+
+/* |u| uses |p|: a share of its own (made anew after each close). */
+static int pool_join(struct mx_ureq *u, struct mx_upool *p)
+{
+    if (p->share == NULL) {
+        p->share = curl_share_init();
+        if (p->share == NULL)
+            return MX_EUPSTREAM;
+        CURLSHcode sc = curl_share_setopt(p->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+        if (sc != CURLSHE_OK) {
+            mx_log_err(SUBSYS, "curl_share_setopt: %s", curl_share_strerror(sc));
+            curl_share_cleanup(p->share);
+            p->share = NULL;
+            return MX_EUPSTREAM;
+        }
+    }
+    CURLcode rc = CURLE_OK;
+    SETOPT(rc, u->easy, CURLOPT_SHARE, p->share);
+    SETOPT(rc, u->easy, CURLOPT_OPENSOCKETFUNCTION, open_sock);
+    SETOPT(rc, u->easy, CURLOPT_OPENSOCKETDATA, (void *)p);
+    SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETFUNCTION, close_sock);
+    SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETDATA, (void *)p);
+    if (rc != CURLE_OK)
+        return MX_EUPSTREAM;
+    /* a new use: the connections stay */
+    p->closing = false;
+    p->users++;
+    p->busy++;
+    u->pool = p;
+    pool_check(p);
+    return 0;
 }
 
 /* ---- socket and timer glue (curl's docs/examples/evhiperfifo.c shape) ---- */
@@ -429,6 +660,7 @@ static void settle(struct mx_uclient *c)
     MX_ASSERT(c->in_curl == 0);
     check_done(c);
     reap(c);
+    pools_settle(c);
 }
 
 static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -530,6 +762,13 @@ static int head_add(struct mx_ureq *u, struct mx_str line)
 static void deliver_head(struct mx_ureq *u)
 {
     u->head_done = true;
+    if (u->stream && u->pool && !u->held && u->status >= 200 && u->status < 300) {
+        /* an open stream: held from now on, no longer use */
+        u->held = true;
+        u->pool->busy--;
+        u->pool->streams++;
+        pool_check(u->pool);
+    }
     struct mx_header *hdrs = NULL;
     if (u->pos_cnt)
         hdrs = mx_xcalloc(u->pos_cnt, sizeof(*hdrs));
@@ -699,6 +938,7 @@ struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
     link_init(&c->reqs);
     link_init(&c->todo);
     link_init(&c->socks);
+    link_init(&c->pools);
     ev_init(&c->timer, on_timer);
     ev_prepare_init(&c->kick, on_kick);
     c->multi = curl_multi_init();
@@ -746,6 +986,11 @@ void mx_uclient_free(struct mx_uclient *c)
         ureq_free(u);
     }
     c->zombies = 0;
+    while (!link_empty(&c->pools)) {
+        struct mx_upool *p = mx_container_of(c->pools.next, struct mx_upool, node);
+        p->dead = true;
+        pool_close(p);
+    }
     /* Closing the cached connections may still call sock_cb (REMOVE). */
     curl_multi_cleanup(c->multi);
     while (!link_empty(&c->socks)) {
@@ -790,13 +1035,6 @@ static int check_opts(const struct mx_ureq_opts *o)
     }
     return 0;
 }
-
-/* Record the first setopt failure; later calls are skipped. */
-#define SETOPT(rc, easy, opt, val)                                                                 \
-    do {                                                                                           \
-        if ((rc) == CURLE_OK)                                                                      \
-            (rc) = curl_easy_setopt((easy), (opt), (val));                                         \
-    } while (0)
 
 static int build_headers(struct mx_ureq *u, const struct mx_ureq_opts *o)
 {
@@ -930,6 +1168,12 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
         mx_log_debug(SUBSYS, "curl_easy_setopt: %s", curl_easy_strerror(rc));
         err = MX_EUPSTREAM;
         goto fail;
+    }
+    u->stream = opts->stream;
+    if (opts->pool) {
+        err = pool_join(u, opts->pool);
+        if (err)
+            goto fail;
     }
     /* Added to the multi handle from on_kick: libcurl refuses that from
      * inside its callbacks, and no callback may run from in here. */

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include <ev.h>
 
@@ -23,6 +24,7 @@
 
 struct mx_uclient;
 struct mx_ureq;
+struct mx_upool;
 
 struct mx_ureq_info {
     bool body_sent;        /* the whole request body left this process */
@@ -69,6 +71,9 @@ struct mx_ureq_opts {
     bool may_repeat;         /* allow libcurl to re-send the body (idempotent) */
     const char *ca_file;     /* extra CA bundle for https upstreams; NULL: system */
     long idle_close_ms;      /* don't reuse a connection idle longer; 0: libcurl default */
+    struct mx_upool *pool;   /* connect through this pool only; NULL: the common one */
+    bool stream;             /* a stream kept open for the server's own messages: once its
+                                head came it is held, not use of the pool */
 };
 
 /* Returns NULL only on libcurl initialisation failure. */
@@ -93,5 +98,35 @@ void mx_ureq_resume(struct mx_ureq *u);
 
 /* Number of live transfers (for tests and /health). */
 size_t mx_uclient_active(const struct mx_uclient *c);
+
+/*
+ * A pool: the connections of one upstream, kept apart from every other's (a
+ * libcurl share of the connection cache), so that they can be closed when
+ * it is idle. The pool is in use while a transfer started with it runs,
+ * except a stream (opts.stream) once its head arrived, which is only held.
+ * After |idle_ms| without use, on_idle runs: it returns false to say the
+ * owner is still busy (the clock starts again), or true after cancelling
+ * its streams; the pool then closes every connection, at once or as soon as
+ * the last transfer using it has gone, unless a new one starts first.
+ */
+struct mx_upool_cbs {
+    bool (*on_idle)(struct mx_upool *p, void *data);
+};
+
+/* What a pool holds open, for /health. */
+struct mx_upool_info {
+    size_t conns;       /* sockets open */
+    size_t streams;     /* streams held (head arrived, still open) */
+    time_t held_since;  /* wall clock since anything is open; 0 when nothing is */
+    time_t idle_closed; /* wall clock of the last close for idleness; 0: never */
+};
+
+/* |idle_ms| 0: never idle. Never NULL. */
+struct mx_upool *mx_upool_new(struct mx_uclient *c, long idle_ms, const struct mx_upool_cbs *cbs,
+                              void *data);
+/* No callback after this. Connections close once no transfer uses them;
+ * the memory goes then (or with the client). Accepts NULL. */
+void mx_upool_free(struct mx_upool *p);
+void mx_upool_info(const struct mx_upool *p, struct mx_upool_info *out);
 
 #endif

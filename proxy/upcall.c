@@ -46,6 +46,8 @@ struct mx_upcall {
     struct mx_ureq *ureq;
     struct mx_upcall *next; /* in up's queue */
     struct mx_upcall *prev;
+    struct mx_upcall *snext; /* in up->streams (on_idle set) */
+    struct mx_upcall *sprev;
     enum call_state state;
     ev_timer timer; /* backoff, or the wake deadline while queued */
     ev_timer hold;  /* notices a held request */
@@ -119,12 +121,28 @@ static bool must_wait(const struct mx_upcall *c)
 
 /* ---- end of a call ---- */
 
+static void streams_unlink(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    if (c->sprev)
+        c->sprev->snext = c->snext;
+    else if (up->streams == c)
+        up->streams = c->snext;
+    if (c->snext)
+        c->snext->sprev = c->sprev;
+    c->snext = c->sprev = NULL;
+}
+
 static void call_free(struct mx_upcall *c)
 {
     ev_timer_stop(c->loop, &c->timer);
     ev_timer_stop(c->loop, &c->hold);
     dequeue(c);
     release_slot(c);
+    if (c->cbs.on_idle)
+        streams_unlink(c);
+    else
+        c->up->calls--;
     if (c->up->probe == c)
         c->up->probe = NULL;
     for (size_t i = 0; i < c->opts.header_cnt; i++)
@@ -380,6 +398,36 @@ static void pump(struct mx_upstream *up)
     }
 }
 
+/* ---- idle_close ---- */
+
+/* The upstream's pool found no transfer in use for idle_close: close the
+ * streams, unless a call waits without one (queued, backing off). */
+static bool pool_idle(struct mx_upool *p, void *data)
+{
+    struct mx_upstream *up = data;
+    (void)p;
+    if (up->calls > 0)
+        return false;
+    if (up->streams)
+        mx_log_info("upstream", "up:%s unused for %.3g s: closing its streams and connections",
+                    up->cfg->name, (double)up->cfg->idle_close_ms / 1000.0);
+    else
+        mx_log_debug("upstream", "up:%s unused for %.3g s: closing its connections", up->cfg->name,
+                     (double)up->cfg->idle_close_ms / 1000.0);
+    while (up->streams) {
+        struct mx_upcall *c = up->streams;
+        void (*on_idle)(void *) = c->cbs.on_idle;
+        void *cb_data = c->data;
+        if (c->ureq)
+            mx_ureq_cancel(c->ureq);
+        call_free(c);
+        on_idle(cb_data);
+    }
+    return true;
+}
+
+static const struct mx_upool_cbs pool_cbs = {pool_idle};
+
 /* ---- public ---- */
 
 int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstream *up,
@@ -411,6 +459,18 @@ int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstr
     c->opts.url = c->url;
     c->opts.ca_file = c->ca_file;
     c->is_stream = strcmp(opts->method, "GET") == 0;
+    if (up->pool == NULL)
+        up->pool = mx_upool_new(uc, (long)up->cfg->idle_close_ms, &pool_cbs, up);
+    c->opts.pool = up->pool;
+    c->opts.stream = cbs->on_idle != NULL;
+    if (cbs->on_idle) {
+        c->snext = up->streams;
+        if (up->streams)
+            up->streams->sprev = c;
+        up->streams = c;
+    } else {
+        up->calls++;
+    }
     c->deadline = ev_now(loop) + wake_timeout_s(up);
     ev_init(&c->timer, timer_cb);
     ev_init(&c->hold, hold_cb);
@@ -463,4 +523,6 @@ void mx_upstream_clear(struct mx_upstream *up)
         mx_upcall_cancel(up->probe);
     mx_wake_hook_cancel(up->hook);
     up->hook = NULL;
+    mx_upool_free(up->pool);
+    up->pool = NULL;
 }

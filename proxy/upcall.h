@@ -18,6 +18,11 @@
  *   when the probe gets an answer (one probe at a time, no thundering herd).
  * - At most `max_concurrency` calls are in flight per upstream (long-lived
  *   GET streams excluded); the rest queue in arrival order.
+ * - idle_close: the upstream's connections are its own (a uclient pool).
+ *   Once no call has been in flight for idle_close, the streams it holds
+ *   open for the upstream's own messages (calls with on_idle) are closed
+ *   and then every connection to it, so a sandbox sees nothing open and may
+ *   pause; nothing is sent until the next call.
  */
 #ifndef MX_UPCALL_H
 #define MX_UPCALL_H
@@ -35,6 +40,12 @@ struct mx_upcall_cbs {
     /* Optional: the call is waiting for the upstream to wake (called once per
      * call, when it starts to wait). */
     void (*on_wait)(struct mx_upcall *c, void *data);
+    /* Optional, and it marks the call as a stream held open for the
+     * upstream's own messages (a GET stream, a listen stream): it is not
+     * use of the upstream once its head came. At idle_close the call is
+     * cancelled and on_idle is called in place of on_done (once); the
+     * caller opens it again with its next call. */
+    void (*on_idle)(void *data);
 };
 
 /*

@@ -164,6 +164,7 @@ struct mx_upsess {
     struct op *listen; /* its subscriptions/listen stream */
     unsigned listen_failures;
     bool discover_again; /* server/discover was asked again after a -32022 */
+    bool idle_gap;       /* idle_close closed a stream: on_gap at the next request */
     /* MCP 2026-07-28 has no resources/subscribe: the resources subscribed
      * to are the resourceSubscriptions of the listen stream, which is
      * opened again for each change (the old one ends once the new one is
@@ -333,7 +334,30 @@ static void on_wait(struct mx_upcall *c, void *data)
     op_leave(op);
 }
 
-static const struct mx_upcall_cbs op_cbs = {{on_head, on_data, on_done}, on_wait};
+static const struct mx_upcall_cbs op_cbs = {{on_head, on_data, on_done}, on_wait, NULL};
+
+/* idle_close closed the GET or listen stream (upcall.h): nothing reopens
+ * it but the next request, which also looks again at what the upstream
+ * may have announced meanwhile (on_gap). */
+static void on_stream_idle(void *data)
+{
+    struct op *op = data;
+    struct mx_upsess *s = op->s;
+    op->call = NULL; /* gone */
+    if (op->dead)
+        return;
+    op_enter(op);
+    mx_log_debug(SUBSYS, "up:%s %s stream closed at idle_close", name(s),
+                 op->kind == OP_GET ? "GET" : "listen");
+    s->idle_gap = true;
+    if (op->kind == OP_LISTEN)
+        ev_timer_stop(s->env->loop, &s->listen_timer);
+    op_kill(op);
+    op_leave(op);
+}
+
+static const struct mx_upcall_cbs stream_cbs = {
+    {on_head, on_data, on_done}, on_wait, on_stream_idle};
 
 /*
  * Start an exchange. |body| NULL means GET. Returns the op, or NULL after
@@ -400,7 +424,9 @@ static struct op *op_start_msg(struct mx_upsess *s, enum op_kind kind, const cha
     o.ca_file = cfg->ca;
     /* A POST may have run upstream once it left: never let it be re-sent. */
     o.may_repeat = is_get;
-    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &op_cbs, op, &op->call);
+    bool held = kind == OP_GET || kind == OP_LISTEN;
+    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, held ? &stream_cbs : &op_cbs,
+                             op, &op->call);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         struct mx_ureq_info info;
@@ -615,11 +641,18 @@ static void op_launch_rpc(struct mx_uprpc *r)
     op->rpc = r;
     r->op = op;
     open_get(s);
-    if (s->modern && s->listen_failures > LISTEN_MAX_FAILS && s->listen == NULL &&
+    if (s->modern && (s->listen_failures > LISTEN_MAX_FAILS || s->idle_gap) && s->listen == NULL &&
         s->listen_next == NULL) {
-        /* it had given up re-opening: a request is a fresh chance */
+        /* it had given up re-opening, or idle_close closed it: a request
+         * is a fresh chance */
         s->listen_failures = 0;
         open_listen(s);
+    }
+    if (s->idle_gap) {
+        /* what the upstream announced while no stream was open is lost */
+        s->idle_gap = false;
+        if (s->cbs.on_gap)
+            s->cbs.on_gap(s, s->data);
     }
 }
 
@@ -1746,6 +1779,7 @@ static void send_bye(struct mx_upsess *s)
     o.connect_timeout_ms = BYE_TIMEOUT_MS;
     o.may_repeat = true;
     o.ca_file = s->env->up->cfg->ca;
+    o.pool = s->env->up->pool; /* its connection is closed at idle too */
     struct mx_upsess_bye *b = mx_xcalloc(1, sizeof(*b));
     b->env = env;
     if (mx_ureq_start(s->env->uc, &o, &bye_cbs, b, &b->u) == 0) {

@@ -77,6 +77,10 @@ struct mx_upsess_cbs {
      * result, borrowed. A second call means the upstream had forgotten the
      * session (it may have restarted): its lists may have changed. */
     void (*on_ready)(struct mx_upsess *s, json_t *init, void *data);
+    /* Optional: idle_close had closed the session's stream for the
+     * upstream's own messages, and a request opened it again: what the
+     * upstream announced meanwhile (list changes) was missed. */
+    void (*on_gap)(struct mx_upsess *s, void *data);
 };
 
 struct mx_uprpc_cbs {

@@ -526,7 +526,7 @@ static int post_data(struct mx_ureq *u, const char *b, size_t len, void *data)
 
 static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
 
-static const struct mx_upcall_cbs post_cbs = {{post_head, post_data, post_done}, NULL};
+static const struct mx_upcall_cbs post_cbs = {{post_head, post_data, post_done}, NULL, NULL};
 
 /* POST |msg| to the endpoint. Returns the POST, or NULL after filling
  * |fail|. */
@@ -583,7 +583,8 @@ static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data);
 static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);
 static int on_event(const struct mx_sse_event *ev, void *data);
 
-static const struct mx_upcall_cbs get_cbs = {{get_head, get_data, get_done}, NULL};
+static void get_idle(void *data);
+static const struct mx_upcall_cbs get_cbs = {{get_head, get_data, get_done}, NULL, get_idle};
 
 /* Drop the stream and everything that belongs to it (not the requests). */
 static void end_stream(struct se *s)
@@ -771,6 +772,31 @@ static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info
         } else {
             mx_upfail_proto(s->cfg, "its event stream ended before the session was ready", &f);
         }
+        connect_failed(s, &f);
+    }
+    se_unref(s);
+}
+
+/* idle_close closed the event stream, and with it the server's session
+ * (the transport has no other): the next request opens a new one and
+ * initializes again, which tells the caller (on_ready) to look again. */
+static void get_idle(void *data)
+{
+    struct se *s = data;
+    struct mx_upfail f;
+    s->get = NULL; /* gone */
+    if (s->state == SE_CLOSED)
+        return;
+    se_ref(s);
+    if (s->state == SE_READY) {
+        end_stream(s);
+        set_state(s, SE_IDLE);
+        mx_log_info(SUBSYS,
+                    "up:%s event stream closed at idle_close; a new one opens at the "
+                    "next request",
+                    name(s));
+    } else {
+        mx_upfail_proto(s->cfg, "its event stream was closed at idle_close", &f);
         connect_failed(s, &f);
     }
     se_unref(s);

@@ -17,6 +17,8 @@
 
 struct mx_metrics;
 struct mx_cfg_gen;
+struct mx_upool;
+struct mx_upcall;
 
 enum mx_upstream_state {
     MX_UPSTREAM_UNKNOWN = 0, /* not contacted since start: a paused sandbox stays paused */
@@ -62,6 +64,12 @@ struct mx_upstream {
     uint64_t wakes;    /* wakes started */
     ev_tstamp waking_since;
     ev_tstamp last_activity; /* last answer from the upstream */
+    /* idle_close (upcall.c): the upstream's own connections, and the
+     * streams it holds open for the upstream's messages, which are closed
+     * once no call has used it for idle_close */
+    struct mx_upool *pool;     /* NULL until the first call */
+    struct mx_upcall *streams; /* calls with on_idle */
+    size_t calls;              /* other calls, in any state */
 
     struct mx_metrics *metrics; /* borrowed; NULL: not counted (metrics.h) */
     size_t metrics_slot;

@@ -218,6 +218,12 @@ static json_t *stats_json(const struct mx_sim *sim)
     /* TCP (or TLS) connections accepted since start: shows connection reuse */
     json_object_set_new(j, "connections",
                         json_integer((json_int_t)mx_httpd_accepted_cnt(sim->httpd)));
+    /* what clients hold open now: what keeps a real sandbox from pausing
+     * (open_connections counts the one asking for these stats) */
+    json_object_set_new(j, "open_connections",
+                        json_integer((json_int_t)mx_httpd_conn_cnt(sim->httpd)));
+    json_object_set_new(j, "get_streams", json_integer((json_int_t)sim->get_streams));
+    json_object_set_new(j, "get_opened", json_integer((json_int_t)st->get_opened));
     return j;
 }
 
@@ -238,8 +244,14 @@ static json_t *state_body(const struct mx_sim *sim)
 static bool action_known(const char *a)
 {
     static const char *const actions[] = {
-        "pause",       "wake", "expire_sessions", "drop_next", "drop_next_before_response",
-        "reset_stats", NULL,
+        "pause",
+        "wake",
+        "expire_sessions",
+        "drop_next",
+        "drop_next_before_response",
+        "reset_stats",
+        "add_tool",
+        NULL,
     };
     for (size_t i = 0; a && actions[i]; i++) {
         if (strcmp(a, actions[i]) == 0)
@@ -264,6 +276,10 @@ static void run_action(struct mx_sim *sim, const char *a, int64_t events)
         sim->drop_before_response = true;
     } else if (strcmp(a, "reset_stats") == 0) {
         memset(&sim->stats, 0, sizeof(sim->stats));
+    } else if (strcmp(a, "add_tool") == 0 && sim->extra_tools < MX_SIM_EXTRA_TOOLS_MAX) {
+        sim->extra_tools++;
+        mx_log_info("sim", "control: tool gen-%lld added", (long long)sim->extra_tools);
+        mx_sim_stream_list_changed(sim, MX_SIM_CHANGED_TOOLS);
     }
 }
 

@@ -34,6 +34,7 @@ struct cli {
     const char *log_level;
     int64_t drop_after_events;
     bool conformance;
+    bool get_stream;
     bool whoami_credential;
     int64_t list_ttl_ms;
     int64_t extra_tools;
@@ -65,6 +66,7 @@ static void usage(FILE *f)
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
+          "  --get-stream             GET /mcp opens the session's notification stream\n"
           "  --conformance            serve the fixture set of the MCP conformance suite\n"
           "                           instead of the sim's own tools (see README)\n"
           "  --whoami-credential yes  whoami also answers the credential header it got\n"
@@ -95,6 +97,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         }
         if (strcmp(arg, "--conformance") == 0) {
             cli->conformance = true;
+            continue;
+        }
+        if (strcmp(arg, "--get-stream") == 0) {
+            cli->get_stream = true;
             continue;
         }
         if (strncmp(arg, "--", 2) != 0) {
@@ -258,6 +264,7 @@ int main(int argc, char **argv)
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
     sim.conformance = cli.conformance;
+    sim.get_stream = cli.get_stream;
     if (RAND_bytes(sim.state_key, (int)sizeof(sim.state_key)) != 1) {
         fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");
         return 1;

@@ -307,6 +307,24 @@ static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
     mx_sim_respond(sim, req, 200, NULL, 0, NULL, "session deleted");
 }
 
+/* MCP 2025-06-18, Streamable HTTP: GET opens the session's stream for
+ * what belongs to no request (--get-stream; else 405 below). */
+static void get_mcp(struct mx_sim *sim, struct mx_req *req)
+{
+    const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
+    struct mx_sim_session *s = sid ? mx_sim_session_find(sim, *sid) : NULL;
+    if (sid == NULL) {
+        rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_SERVER,
+                 "Bad Request: Mcp-Session-Id header is required", "no session");
+        return;
+    }
+    if (s == NULL) {
+        rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found", "unknown session");
+        return;
+    }
+    mx_sim_stream_get(sim, req, s->id);
+}
+
 void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
 {
     static const struct mx_hdr_out allow[] = {{"Allow", "POST, DELETE"}};
@@ -324,6 +342,8 @@ void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
         post_mcp(sim, req);
     else if (mx_str_eq(m, MX_STR_LIT("DELETE")))
         delete_mcp(sim, req);
+    else if (sim->get_stream && mx_str_eq(m, MX_STR_LIT("GET")))
+        get_mcp(sim, req);
     else
         /* No standalone GET stream: MCP 2025-06-18 allows 405 for it. */
         mx_sim_respond(sim, req, 405, allow, 1,

@@ -83,6 +83,7 @@ struct mx_sim_stats {
     uint64_t sessions_created;
     uint64_t sessions_expired; /* by expire_sessions or eviction */
     uint64_t sessions_deleted; /* by DELETE /mcp */
+    uint64_t get_opened;       /* standalone GET streams opened (--get-stream) */
 };
 
 struct mx_sim_session {
@@ -119,6 +120,8 @@ struct mx_sim {
     size_t held_cnt;
     const struct mx_req *releasing; /* the held request being served now, for its log line */
     size_t busy;                    /* streams in flight; the sim does not pause under them */
+    size_t get_streams;             /* standalone GET streams open now (of busy) */
+    bool get_stream;                /* --get-stream: GET /mcp opens one (else 405) */
     uint64_t rng;
 
     int64_t drop_after_events; /* next SSE response is dropped after this many; -1: off */
@@ -207,7 +210,11 @@ bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *respo
  * acknowledgement of |mask| (enum mx_sim_changed bits) and then carries the
  * list_changed notifications it opted in to, tagged with |id|. */
 void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask);
-/* Tell every listen stream that opted in to |mask| that those lists changed. */
+/* A 2025 session's standalone GET stream (--get-stream): SSE that stays
+ * open and carries the tools and prompts list_changed notifications. */
+void mx_sim_stream_get(struct mx_sim *sim, struct mx_req *req, const char *session);
+/* Tell every listen and GET stream that opted in to |mask| that those lists
+ * changed. */
 void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask);
 /* notifications/cancelled: end the stream of |request_id| in |session| without
  * a result (MCP 2025-06-18, Cancellation). Returns true if one was found. */

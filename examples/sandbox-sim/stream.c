@@ -48,6 +48,7 @@ struct mx_sim_call {
     char ask_id[32]; /* id of the request sent to the client; "" when none */
     unsigned listen; /* a subscriptions/listen stream: enum mx_sim_changed bits */
     bool listening;
+    bool get; /* a session's standalone GET stream: its notifications are untagged */
 };
 
 static void unref(struct mx_sim_call *c)
@@ -78,6 +79,8 @@ static void finish(struct mx_sim_call *c)
     if (c->next)
         c->next->prev = c->prev;
     mx_sim_fault_busy(sim, -1);
+    if (c->get)
+        sim->get_streams--;
     unref(c);
 }
 
@@ -340,6 +343,17 @@ void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, un
     unref(c);
 }
 
+void mx_sim_stream_get(struct mx_sim *sim, struct mx_req *req, const char *session)
+{
+    struct mx_sim_call *c = call_open(sim, req, NULL, session, "GET stream (sse)");
+    c->listen = MX_SIM_CHANGED_TOOLS | MX_SIM_CHANGED_PROMPTS;
+    c->listening = true;
+    c->get = true;
+    sim->get_streams++;
+    sim->stats.get_opened++;
+    unref(c);
+}
+
 void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask)
 {
     struct mx_sim_call *c = sim->calls;
@@ -348,11 +362,12 @@ void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask)
         if (c->listening && (c->listen & mask)) {
             if (next)
                 next->refs++;
+            /* MCP 2025-06-18: a GET stream's notifications carry no tag */
+            json_t *params = c->get ? json_object() : tagged(c->id);
             if (c->listen & mask & MX_SIM_CHANGED_TOOLS)
-                emit(c, mx_sim_rpc_notification("notifications/tools/list_changed", tagged(c->id)));
+                emit(c, mx_sim_rpc_notification("notifications/tools/list_changed", params));
             else
-                emit(c,
-                     mx_sim_rpc_notification("notifications/prompts/list_changed", tagged(c->id)));
+                emit(c, mx_sim_rpc_notification("notifications/prompts/list_changed", params));
             if (next && !next->linked) {
                 /* emit() cannot end another call; stay safe anyway */
                 unref(next);
