@@ -89,14 +89,15 @@ static X509 *cert_base(EVP_PKEY *key, long not_before_sec, long not_after_sec)
     return x;
 }
 
-X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec, struct mx_diag *diag)
+X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec,
+                      const char *constraints, struct mx_diag *diag)
 {
     X509V3_CTX ctx;
     char suffix[9], cn[64];
 
     /*
      * A random suffix keeps two CAs (another machine's, or this one's before
-     * `init --force`) apart in trust stores and in chain building, which
+     * `init --renew`) apart in trust stores and in chain building, which
      * matches issuers by name before it checks keys.
      */
     mx_rand_hex(suffix, sizeof(suffix));
@@ -110,13 +111,14 @@ X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec, st
     /*
      * pathlen:0: the CA signs leaves only, never another CA. The name
      * constraints (RFC 5280 §4.2.1.10) are what make it safe to trust: a
-     * stolen ca.key can sign for localhost and loopback addresses and nothing
-     * else. Critical, so a client that cannot enforce them must reject the CA.
+     * stolen ca.key can sign for localhost and no public DNS name (see
+     * MX_CERTS_CA_NAME_CONSTRAINTS for what that leaves). Critical, so a
+     * client that cannot enforce them must reject the CA.
      */
     if (add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") != 0 ||
         add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") != 0 ||
         add_ext(x, &ctx, NID_subject_key_identifier, "hash") != 0 ||
-        add_ext(x, &ctx, NID_name_constraints, MX_CERTS_CA_NAME_CONSTRAINTS) != 0)
+        (constraints && add_ext(x, &ctx, NID_name_constraints, constraints) != 0))
         goto fail;
     if (X509_sign(x, key, EVP_sha256()) <= 0)
         goto fail;
@@ -158,6 +160,24 @@ fail:
     mx_certs_ssl_diag(diag, NULL, "cannot make the leaf certificate");
     X509_free(x);
     return NULL;
+}
+
+static bool has_ip_subtree(STACK_OF(GENERAL_SUBTREE) * trees)
+{
+    for (int i = 0; i < sk_GENERAL_SUBTREE_num(trees); i++) {
+        if (sk_GENERAL_SUBTREE_value(trees, i)->base->type == GEN_IPADD)
+            return true;
+    }
+    return false;
+}
+
+bool mx_certs_ca_is_legacy(X509 *ca)
+{
+    NAME_CONSTRAINTS *nc = X509_get_ext_d2i(ca, NID_name_constraints, NULL, NULL);
+    bool legacy =
+        nc && (has_ip_subtree(nc->permittedSubtrees) || has_ip_subtree(nc->excludedSubtrees));
+    NAME_CONSTRAINTS_free(nc);
+    return legacy;
 }
 
 bool mx_certs_secs_left(X509 *x, long *secs)

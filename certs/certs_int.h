@@ -25,9 +25,25 @@
 #define MX_CERTS_LEAF_CN      "localhost"
 /* OpenSSL v3 config syntax, as given to X509V3_EXT_nconf_nid(). */
 #define MX_CERTS_LEAF_SAN "DNS:localhost,IP:127.0.0.1,IP:::1"
-#define MX_CERTS_CA_NAME_CONSTRAINTS                                                               \
+/*
+ * DNS names only. A CA constraint on iPAddress names (RFC 5280 §4.2.1.10) is
+ * refused outright by BoringSSL-based clients (Claude Code among them:
+ * "unsupported name constraint type") when the leaf carries an IP SAN, and an
+ * excluded IP subtree is as much an IP constraint as a permitted one. So the
+ * CA is held to localhost (and names under it, RFC 6761 §6.3) and no public
+ * DNS name; IP SANs are unconstrained, which leaves a bare public address as
+ * the one thing a stolen ca.key could vouch for.
+ */
+#define MX_CERTS_CA_NAME_CONSTRAINTS "critical,permitted;DNS:localhost"
+/* What CAs made before carried; tests use it to make a CA of the old kind. */
+#define MX_CERTS_CA_NAME_CONSTRAINTS_V1                                                            \
     "critical,permitted;DNS:localhost,permitted;IP:127.0.0.0/255.0.0.0,"                           \
     "permitted;IP:::1/ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"
+/* What `init` and `serve` say about a CA of the old kind. */
+#define MX_CERTS_LEGACY_ADVICE                                                                     \
+    "this CA has IP-address name constraints, which Claude Code and other BoringSSL-based "        \
+    "clients refuse (\"unsupported name constraint type\"); run `mcplex certs init --renew` to "   \
+    "replace the CA and the leaf, then make clients trust the new CA"
 
 /* A new ECDSA P-256 key, or NULL (OpenSSL error queue set). Caller frees with EVP_PKEY_free. */
 EVP_PKEY *mx_certs_key_new(void);
@@ -35,12 +51,18 @@ EVP_PKEY *mx_certs_key_new(void);
 /*
  * A self-signed CA certificate for |key|: subject "CN=mcplex local CA <hex>",
  * basicConstraints critical CA:TRUE pathlen:0, keyUsage critical
- * keyCertSign+cRLSign, subjectKeyIdentifier, nameConstraints critical
- * (MX_CERTS_CA_NAME_CONSTRAINTS), random 128-bit serial, SHA-256. Valid from
+ * keyCertSign+cRLSign, subjectKeyIdentifier, nameConstraints |constraints|
+ * (OpenSSL config syntax; MX_CERTS_CA_NAME_CONSTRAINTS for every CA mcplex
+ * makes, other values in tests), random 128-bit serial, SHA-256. Valid from
  * now + |not_before_sec| to now + |not_after_sec| (negative: in the past).
  * Returns NULL on failure with |diag| set. Caller frees with X509_free.
  */
-X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec, struct mx_diag *diag);
+X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec,
+                      const char *constraints, struct mx_diag *diag);
+
+/* Whether |ca| has a name constraint (permitted or excluded) on IP addresses: a CA of the old kind.
+ */
+bool mx_certs_ca_is_legacy(X509 *ca);
 
 /*
  * A leaf for |key| signed by |ca| / |ca_key|: subject CN=|cn|, subjectAltName
@@ -52,6 +74,16 @@ X509 *mx_certs_ca_new(EVP_PKEY *key, long not_before_sec, long not_after_sec, st
  */
 X509 *mx_certs_leaf_new(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *key, const char *cn, const char *san,
                         long not_before_sec, long not_after_sec, struct mx_diag *diag);
+
+/*
+ * A new CA (name constraints |constraints|, as for mx_certs_ca_new) and a
+ * leaf from it, written to the four files of |p| (whose directory must
+ * exist), replacing them with |replace|. init and ensure use it with
+ * MX_CERTS_CA_NAME_CONSTRAINTS; tests with others. Returns as
+ * mx_certs_write_cert, or MX_EINVAL when a key or certificate cannot be made.
+ */
+int mx_certs_create(const struct mx_certs_paths *p, const char *constraints, bool replace,
+                    struct mx_diag *diag);
 
 /*
  * Read one PEM certificate or private key from |path|. |st| (may be NULL)

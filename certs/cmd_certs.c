@@ -40,22 +40,24 @@ struct where {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex certs init [--dir D] [--force] [-c FILE]\n"
-               "       mcplex certs show [--dir D] [-c FILE]\n"
-               "\n"
-               "init makes a local CA (ECDSA P-256, name-constrained to localhost, 127.0.0.0/8\n"
-               "and ::1) and a certificate for localhost, 127.0.0.1 and ::1 signed by it, then\n"
-               "prints how to make clients trust the CA. show prints what is there. Neither\n"
-               "prints key material.\n"
-               "\n"
-               "  --dir D            certificate directory (default: <state_dir>/certs, with\n"
-               "                     state_dir from the config, else ~/.local/state/mcplex)\n"
-               "  --force            init: replace existing files (a new CA, to be trusted again)\n"
-               "  -c, --config FILE  config to take state_dir from\n"
-               "  -h, --help         this text\n"
-               "\n"
-               "Exit status: 0 done, 1 failed (or, for show, something missing or unusable),\n"
-               "2 usage error.\n");
+    fprintf(f,
+            "usage: mcplex certs init [--dir D] [--renew] [-c FILE]\n"
+            "       mcplex certs show [--dir D] [-c FILE]\n"
+            "\n"
+            "init makes a local CA (ECDSA P-256, name-constrained to the DNS name localhost)\n"
+            "and a certificate for localhost, 127.0.0.1 and ::1 signed by it, then prints\n"
+            "how to make clients trust the CA. show prints what is there. Neither prints\n"
+            "key material.\n"
+            "\n"
+            "  --dir D            certificate directory (default: <state_dir>/certs, with\n"
+            "                     state_dir from the config, else ~/.local/state/mcplex)\n"
+            "  --renew            init: replace existing files (a new CA, to be trusted again);\n"
+            "                     --force is the same\n"
+            "  -c, --config FILE  config to take state_dir from\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "Exit status: 0 done, 1 failed (or, for show, something missing or unusable),\n"
+            "2 usage error.\n");
 }
 
 static void where_clear(struct where *w)
@@ -112,8 +114,8 @@ static void note_listen_cert(const struct where *w)
 
 static void print_trust(const struct mx_certs_paths *p, const struct where *w)
 {
-    printf("\nThe CA can only vouch for localhost, 127.0.0.0/8 and ::1 (critical name\n"
-           "constraints), so neither it nor a stolen CA key can impersonate other hosts.\n"
+    printf("\nThe CA can only vouch for the DNS name localhost (a critical name constraint),\n"
+           "so neither it nor a stolen CA key can impersonate a host by its DNS name.\n"
            "Trust the CA, not the leaf: serve re-issues the leaf from it before it expires.\n");
     printf("\nTo make clients trust the CA:\n");
     printf("  Node-based clients (Claude Code, the MCP TypeScript SDK, the MCP Inspector):\n"
@@ -133,7 +135,7 @@ static void print_trust(const struct mx_certs_paths *p, const struct where *w)
            p->ca_cert, w->address);
 }
 
-static int run_init(const struct where *w, bool force)
+static int run_init(const struct where *w, bool renew)
 {
     struct mx_certs_paths p;
     struct mx_diag d;
@@ -141,7 +143,7 @@ static int run_init(const struct where *w, bool force)
 
     memset(&d, 0, sizeof(d));
     mx_certs_paths_init(&p, w->dir);
-    int rc = mx_certs_init(&p, force, &d);
+    int rc = mx_certs_init(&p, renew, &d);
     if (rc != 0) {
         fprintf(stderr, "mcplex certs init: %s\n", mx_diag_format(&d, line, sizeof(line)));
         mx_certs_paths_clear(&p);
@@ -276,7 +278,7 @@ static void print_subtrees(const char *label, STACK_OF(GENERAL_SUBTREE) * trees)
     printf("\n");
 }
 
-/* Returns false when the CA has no critical name constraints. */
+/* Returns false when the CA has no critical name constraints, or has IP-address ones. */
 static bool print_constraints(X509 *ca)
 {
     int crit = 0;
@@ -291,6 +293,10 @@ static bool print_constraints(X509 *ca)
     print_subtrees("permitted", nc->permittedSubtrees);
     print_subtrees("excluded", nc->excludedSubtrees);
     NAME_CONSTRAINTS_free(nc);
+    if (mx_certs_ca_is_legacy(ca)) {
+        printf("  %-12s %s\n", "", MX_CERTS_LEGACY_ADVICE);
+        return false;
+    }
     return crit != 0;
 }
 
@@ -444,7 +450,7 @@ static int run_show(const struct where *w)
 int mx_cmd_certs(int argc, char **argv)
 {
     const char *sub = NULL, *dir = NULL, *config = NULL;
-    bool force = false;
+    bool renew = false;
     struct where w;
 
     for (int i = 1; i < argc; i++) {
@@ -459,8 +465,8 @@ int mx_cmd_certs(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (strcmp(argv[i], "--force") == 0) {
-            force = true;
+        if (strcmp(argv[i], "--renew") == 0 || strcmp(argv[i], "--force") == 0) {
+            renew = true;
         } else if (sub == NULL && argv[i][0] != '-') {
             sub = argv[i];
         } else {
@@ -475,14 +481,14 @@ int mx_cmd_certs(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (force && strcmp(sub, "init") != 0) {
-        fprintf(stderr, "mcplex certs: --force is for init only\n");
+    if (renew && strcmp(sub, "init") != 0) {
+        fprintf(stderr, "mcplex certs: --renew is for init only\n");
         return 2;
     }
     memset(&w, 0, sizeof(w));
     if (find_dir(&w, dir, config) != 0)
         return 1;
-    int rc = strcmp(sub, "init") == 0 ? run_init(&w, force) : run_show(&w);
+    int rc = strcmp(sub, "init") == 0 ? run_init(&w, renew) : run_show(&w);
     fflush(stdout);
     where_clear(&w);
     return rc;

@@ -28,7 +28,6 @@
 #include "err.h"
 #include "fileio.h"
 #include "log.h"
-#include "rand.h"
 
 /* A PEM certificate or key is a few KiB; anything much larger is not ours. */
 #define PEM_MAX ((size_t)64 * 1024)
@@ -65,62 +64,6 @@ char *mx_certs_default_dir(const char *state_dir)
     return mx_xasprintf("%.*s/certs", (int)len, state_dir);
 }
 
-static int sys_fail(const char *path, const char *what, struct mx_diag *diag)
-{
-    int e = errno;
-    mx_diag_set(diag, path, 0, 0, "%s: %s", what, strerror(e));
-    int rc = mx_err_from_errno(e);
-    return rc == MX_EPERM || rc == MX_ENOTFOUND || rc == MX_EEXIST ? rc : MX_EIO;
-}
-
-/*
- * mkdir -p. What this creates is made exactly 0700 (a umask may only take bits
- * away, and an odd one could take the owner's). An existing directory is left
- * as it is unless others can write to it: they could then swap the files (or,
- * with the sticky bit, plant them before we write ours).
- */
-static int make_dirs(const char *dir, struct mx_diag *diag)
-{
-    struct stat st;
-    char *p = mx_xstrdup(dir);
-    int rc = 0;
-    bool made = false;
-    size_t len = strlen(p);
-
-    for (size_t i = 1; i <= len && rc == 0; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char saved = p[i];
-        p[i] = '\0';
-        made = false;
-        if (stat(p, &st) != 0) {
-            if (errno != ENOENT || (mkdir(p, 0700) != 0 && errno != EEXIST))
-                rc = sys_fail(p, "cannot create directory", diag);
-            else if (chmod(p, 0700) != 0)
-                rc = sys_fail(p, "cannot set the mode of", diag);
-            else
-                made = true;
-        } else if (!S_ISDIR(st.st_mode)) {
-            errno = ENOTDIR;
-            rc = sys_fail(p, "cannot create directory", diag);
-        }
-        p[i] = saved;
-    }
-    if (rc == 0 && !made) {
-        if (stat(p, &st) != 0) {
-            rc = sys_fail(p, "cannot use directory", diag);
-        } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-            mx_diag_set(diag, p, 0, 0,
-                        "directory is writable by group or others (mode %04o); "
-                        "chmod 700 it or choose another",
-                        (unsigned)(st.st_mode & 07777));
-            rc = MX_EPERM;
-        }
-    }
-    free(p);
-    return rc;
-}
-
 /*
  * An exclusive lock on the directory itself (no lock file to leave behind),
  * so two `serve` processes starting together do not both create or renew.
@@ -130,73 +73,15 @@ static int lock_dir(const char *dir, struct mx_diag *diag)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return sys_fail(dir, "cannot open directory", diag);
+        return mx_file_fail(dir, "cannot open directory", diag);
     while (flock(fd, LOCK_EX) != 0) {
         if (errno != EINTR) {
-            int rc = sys_fail(dir, "cannot lock directory", diag);
+            int rc = mx_file_fail(dir, "cannot lock directory", diag);
             close(fd);
             return rc;
         }
     }
     return fd;
-}
-
-/* fsync the directory holding |path|, so a rename or link survives a crash. */
-static int sync_parent(const char *path, struct mx_diag *diag)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash == NULL   ? mx_xstrdup(".")
-                : slash == path ? mx_xstrdup("/")
-                                : mx_xstrndup(path, (size_t)(slash - path));
-    int rc = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0)
-        rc = sys_fail(dir, "cannot sync directory", diag);
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    return rc;
-}
-
-/*
- * Temp file (created 0600 with O_EXCL, so it never exists with a wider mode),
- * then rename over |path|, or link to it when nothing may be replaced: link
- * fails with EEXIST instead of clobbering, which closes the gap between a
- * check and the write.
- */
-static int write_file(const char *path, const char *data, size_t len, mode_t mode, bool replace,
-                      struct mx_diag *diag)
-{
-    char hex[17];
-    int rc = 0;
-
-    mx_rand_hex(hex, sizeof(hex));
-    char *tmp = mx_xasprintf("%s.tmp-%s", path, hex);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        rc = sys_fail(tmp, "cannot create", diag);
-        free(tmp);
-        return rc;
-    }
-    if (fchmod(fd, mode) != 0 || mx_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-        rc = sys_fail(tmp, "cannot write", diag);
-        close(fd);
-        goto out;
-    }
-    if (close(fd) != 0) {
-        rc = sys_fail(tmp, "cannot write", diag);
-        goto out;
-    }
-    if (replace ? rename(tmp, path) != 0 : link(tmp, path) != 0) {
-        rc = sys_fail(path, replace ? "cannot replace" : "cannot create", diag);
-        goto out;
-    }
-    rc = sync_parent(path, diag);
-out:
-    /* After a rename there is nothing left to remove; ENOENT is expected. */
-    unlink(tmp);
-    free(tmp);
-    return rc;
 }
 
 static int write_bio(const char *path, BIO *b, mode_t mode, bool replace, struct mx_diag *diag)
@@ -207,7 +92,8 @@ static int write_bio(const char *path, BIO *b, mode_t mode, bool replace, struct
         mx_certs_ssl_diag(diag, path, "cannot encode");
         return MX_EINVAL;
     }
-    return write_file(path, data, (size_t)len, mode, replace, diag);
+    return mx_file_write(path, data, (size_t)len, mode,
+                         (replace ? MX_FILE_REPLACE : 0) | MX_FILE_SYNC, diag);
 }
 
 int mx_certs_write_cert(const char *path, X509 *x, bool replace, struct mx_diag *diag)
@@ -246,7 +132,7 @@ static int read_small(const char *path, char **out, size_t *out_len, struct stat
         st = &tmp_st;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
-        return sys_fail(path, "cannot read", diag);
+        return mx_file_fail(path, "cannot read", diag);
     if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
         mx_diag_set(diag, path, 0, 0, "cannot read: not a regular file");
         close(fd);
@@ -258,7 +144,7 @@ static int read_small(const char *path, char **out, size_t *out_len, struct stat
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            int rc = sys_fail(path, "cannot read", diag);
+            int rc = mx_file_fail(path, "cannot read", diag);
             OPENSSL_cleanse(buf, PEM_MAX);
             free(buf);
             close(fd);
@@ -379,7 +265,7 @@ static int exists(const char *path, struct mx_diag *diag)
         return 1;
     if (errno == ENOENT)
         return 0;
-    sys_fail(path, "cannot look up", diag);
+    mx_file_fail(path, "cannot look up", diag);
     return -1;
 }
 
@@ -416,7 +302,8 @@ out:
     return rc;
 }
 
-static int create_all(const struct mx_certs_paths *p, bool replace, struct mx_diag *diag)
+int mx_certs_create(const struct mx_certs_paths *p, const char *constraints, bool replace,
+                    struct mx_diag *diag)
 {
     X509 *ca = NULL;
     int rc = MX_EINVAL;
@@ -426,7 +313,8 @@ static int create_all(const struct mx_certs_paths *p, bool replace, struct mx_di
         mx_certs_ssl_diag(diag, NULL, "cannot make a key");
         return MX_EINVAL;
     }
-    ca = mx_certs_ca_new(ca_key, -MX_CERTS_BACKDATE_SEC, MX_CERTS_CA_DAYS * MX_CERTS_DAY_SEC, diag);
+    ca = mx_certs_ca_new(ca_key, -MX_CERTS_BACKDATE_SEC, MX_CERTS_CA_DAYS * MX_CERTS_DAY_SEC,
+                         constraints, diag);
     if (ca == NULL)
         goto out;
     rc = mx_certs_write_key(p->ca_key, ca_key, replace, diag);
@@ -448,31 +336,44 @@ static void file_list(const struct mx_certs_paths *p, const char *out[4])
     out[3] = p->leaf_key;
 }
 
-int mx_certs_init(const struct mx_certs_paths *p, bool force, struct mx_diag *diag)
+/* Why init refuses when |file| exists: a CA of the old kind says what to do about it. */
+static void init_refusal(const struct mx_certs_paths *p, const char *file, struct mx_diag *diag)
+{
+    struct mx_diag ignored;
+    X509 *ca = NULL;
+
+    if (mx_certs_read_cert(p->ca_cert, &ca, NULL, &ignored) == 0 && mx_certs_ca_is_legacy(ca))
+        mx_diag_set(diag, p->ca_cert, 0, 0, "%s", MX_CERTS_LEGACY_ADVICE);
+    else
+        mx_diag_set(diag, file, 0, 0,
+                    "already exists; pass --renew to replace the CA and the leaf "
+                    "(clients must then trust the new CA)");
+    X509_free(ca);
+}
+
+int mx_certs_init(const struct mx_certs_paths *p, bool renew, struct mx_diag *diag)
 {
     const char *files[4];
-    int rc = make_dirs(p->dir, diag);
+    int rc = mx_dir_private(p->dir, diag);
     if (rc)
         return rc;
     int dir_fd = lock_dir(p->dir, diag);
     if (dir_fd < 0)
         return dir_fd;
     file_list(p, files);
-    for (size_t i = 0; i < 4 && !force; i++) {
+    for (size_t i = 0; i < 4 && !renew; i++) {
         int e = exists(files[i], diag);
         if (e < 0) {
             rc = MX_EIO;
             goto out;
         }
         if (e > 0) {
-            mx_diag_set(diag, files[i], 0, 0,
-                        "already exists; pass --force to replace the CA and the leaf "
-                        "(clients must then trust the new CA)");
+            init_refusal(p, files[i], diag);
             rc = MX_EEXIST;
             goto out;
         }
     }
-    rc = create_all(p, force, diag);
+    rc = mx_certs_create(p, MX_CERTS_CA_NAME_CONSTRAINTS, renew, diag);
 out:
     close(dir_fd);
     return rc;
@@ -533,7 +434,7 @@ static int check_ca(const struct mx_certs_paths *p, const struct loaded *l, stru
     }
     if (!mx_certs_secs_left(l->ca, &left) || left <= 0) {
         mx_diag_set(diag, p->ca_cert, 0, 0,
-                    "the CA has expired; run `mcplex certs init --force` and trust the new CA");
+                    "the CA has expired; run `mcplex certs init --renew` and trust the new CA");
         return MX_EINVAL;
     }
     return 0;
@@ -587,7 +488,7 @@ int mx_certs_ensure(const struct mx_certs_paths *p, int renew_days, bool *create
         mx_diag_set(diag, NULL, 0, 0, "renew_days must be within 0..%d", MX_CERTS_LEAF_DAYS);
         return MX_EINVAL;
     }
-    if ((rc = make_dirs(p->dir, diag)) != 0)
+    if ((rc = mx_dir_private(p->dir, diag)) != 0)
         return rc;
     int dir_fd = lock_dir(p->dir, diag);
     if (dir_fd < 0)
@@ -608,7 +509,7 @@ int mx_certs_ensure(const struct mx_certs_paths *p, int renew_days, bool *create
         n += e;
     }
     if (n == 0) {
-        rc = create_all(p, false, diag);
+        rc = mx_certs_create(p, MX_CERTS_CA_NAME_CONSTRAINTS, false, diag);
         *created = rc == 0;
         goto out;
     }
@@ -616,13 +517,16 @@ int mx_certs_ensure(const struct mx_certs_paths *p, int renew_days, bool *create
         /* Half a set: a guess could throw away a CA clients already trust. */
         mx_diag_set(diag, p->dir, 0, 0,
                     "incomplete certificate set, missing %s; restore it, or run "
-                    "`mcplex certs init --force` (a new CA that clients must trust again)",
+                    "`mcplex certs init --renew` (a new CA that clients must trust again)",
                     missing);
         rc = MX_ENOTFOUND;
         goto out;
     }
     if ((rc = load_all(p, &l, diag)) != 0 || (rc = check_ca(p, &l, diag)) != 0)
         goto out;
+    /* Still served: OpenSSL-based clients take it; the others need the new CA. */
+    if (mx_certs_ca_is_legacy(l.ca))
+        mx_log_warn("certs", "%s: %s", p->ca_cert, MX_CERTS_LEGACY_ADVICE);
     if (leaf_problem(&l, renew_days, why, sizeof(why)) == NULL)
         goto out;
     mx_log_info("certs", "re-issuing %s from the CA: %s", p->leaf_cert, why);

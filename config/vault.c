@@ -18,7 +18,6 @@
 #include "alloc.h"
 #include "err.h"
 #include "fileio.h"
-#include "rand.h"
 #include "secret_int.h"
 #include "vault.h"
 
@@ -284,80 +283,6 @@ void mx_vault_names_free(char **names, size_t cnt)
     free(names);
 }
 
-static int sys_fail(const char *path, const char *what, struct mx_diag *diag)
-{
-    int e = errno;
-    mx_diag_set(diag, path, 0, 0, "%s: %s", what, strerror(e));
-    int rc = mx_err_from_errno(e);
-    return rc == MX_EPERM || rc == MX_ENOTFOUND ? rc : MX_EIO;
-}
-
-/* mkdir -p with mode 0700 for what it creates; existing directories are left alone. */
-static int make_dirs(const char *dir, struct mx_diag *diag)
-{
-    struct stat st;
-    char *p = mx_xstrdup(dir);
-    int rc = 0;
-    size_t len = strlen(p);
-    for (size_t i = 1; i <= len && rc == 0; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char saved = p[i];
-        p[i] = '\0';
-        if (stat(p, &st) != 0) {
-            if (errno != ENOENT || (mkdir(p, 0700) != 0 && errno != EEXIST))
-                rc = sys_fail(p, "cannot create directory", diag);
-        } else if (!S_ISDIR(st.st_mode)) {
-            errno = ENOTDIR;
-            rc = sys_fail(p, "cannot create directory", diag);
-        }
-        p[i] = saved;
-    }
-    free(p);
-    return rc;
-}
-
-/* Temp file in the same directory, fsync, rename, fsync the directory. */
-static int write_atomic(const char *path, int dir_fd, const char *data, size_t len,
-                        struct mx_diag *diag)
-{
-    char hex[17];
-    mx_rand_hex(hex, sizeof(hex));
-    char *tmp = mx_xasprintf("%s.tmp-%s", path, hex);
-    int rc = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        rc = sys_fail(tmp, "cannot create", diag);
-        free(tmp);
-        return rc;
-    }
-    /* The umask may only take bits away; set the mode exactly. */
-    if (fchmod(fd, 0600) != 0 || mx_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-        rc = sys_fail(tmp, "cannot write", diag);
-        close(fd);
-        goto fail;
-    }
-    if (close(fd) != 0) {
-        rc = sys_fail(tmp, "cannot write", diag);
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = sys_fail(path, "cannot replace", diag);
-        goto fail;
-    }
-    if (fsync(dir_fd) != 0) {
-        rc = sys_fail(path, "cannot sync directory", diag);
-        free(tmp);
-        return rc;
-    }
-    free(tmp);
-    return 0;
-fail:
-    unlink(tmp);
-    free(tmp);
-    return rc;
-}
-
 /*
  * Rewrites the vault with |name| set to |value| (or removed when |value| is
  * NULL), under an exclusive lock on the directory.
@@ -379,17 +304,18 @@ static int rewrite(const char *path_arg, const char *name, const char *value, si
                 : slash == path ? mx_xstrdup("/")
                                 : mx_xstrndup(path, (size_t)(slash - path));
     memset(&v, 0, sizeof(v));
-    rc = make_dirs(dir, diag);
+    /* Whoever can write to the directory could swap the vault. */
+    rc = mx_dir_private(dir, diag);
     if (rc)
         goto out;
     dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0) {
-        rc = sys_fail(dir, "cannot open directory", diag);
+        rc = mx_file_fail(dir, "cannot open directory", diag);
         goto out;
     }
     while (flock(dir_fd, LOCK_EX) != 0) {
         if (errno != EINTR) {
-            rc = sys_fail(dir, "cannot lock directory", diag);
+            rc = mx_file_fail(dir, "cannot lock directory", diag);
             goto out;
         }
     }
@@ -443,7 +369,7 @@ static int rewrite(const char *path_arg, const char *name, const char *value, si
         len += b64_encoded_len(value_len);
         out[len++] = '\n';
     }
-    rc = write_atomic(path, dir_fd, out, len, diag);
+    rc = mx_file_write(path, out, len, 0600, MX_FILE_REPLACE | MX_FILE_SYNC, diag);
 out:
     if (out) {
         OPENSSL_cleanse(out, out_cap);

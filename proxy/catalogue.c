@@ -4,13 +4,10 @@
  * upstream's lists were fetched afresh (after a wake or a list_changed):
  * small files, rarely, so the write happens on the loop.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "alloc.h"
 #include "catalogue.h"
@@ -71,22 +68,6 @@ int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t 
     return 0;
 }
 
-static int mkdir_parent(const char *path)
-{
-    char *dir = mx_xstrdup(path);
-    int rc = 0;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-            rc = MX_EIO;
-        *p = '/';
-    }
-    free(dir);
-    return rc;
-}
-
 int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const json_t *init,
                       json_t *const lists[MX_CATALOGUE_KINDS])
 {
@@ -101,20 +82,19 @@ int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const j
     json_decref(j);
     if (text == NULL)
         return MX_EIO;
-    char *tmp = mx_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    int rc = mkdir_parent(path);
-    int fd = rc ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int bad = fd < 0;
-    if (fd >= 0) {
-        bad |= mx_write_all(fd, text, strlen(text)) != 0;
-        bad |= close(fd) != 0;
-    }
-    if (bad || rename(tmp, path) != 0) {
-        mx_log_warn("catalogue", "cannot save %s: %s", path, strerror(errno));
-        unlink(tmp);
+    /* No fsync: a catalogue lost in a crash is fetched again; the rename keeps it whole. */
+    struct mx_diag d = {0};
+    char line[1024];
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? mx_xstrndup(path, (size_t)(slash - path)) : mx_xstrdup(".");
+    int rc = mx_dir_private(dir, &d);
+    if (rc == 0)
+        rc = mx_file_write(path, text, strlen(text), 0600, MX_FILE_REPLACE, &d);
+    if (rc != 0) {
+        mx_log_warn("catalogue", "cannot save: %s", mx_diag_format(&d, line, sizeof(line)));
         rc = MX_EIO;
     }
-    free(tmp);
+    free(dir);
     free(text);
     return rc;
 }

@@ -26,7 +26,12 @@ char *mx_catalogue_path(const char *state_dir, const struct mx_server_cfg *cfg);
 int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t **init,
                       json_t *lists[MX_CATALOGUE_KINDS]);
 
-/* Save atomically (temp file + rename, directory made 0700). Returns 0 or MX_EIO. */
+/*
+ * Save atomically through mx_file_write() (a temp file of a random name,
+ * O_EXCL|O_NOFOLLOW, then rename), into a directory that mx_dir_private()
+ * makes 0700 or refuses (another user's, or group/world-writable: nothing is
+ * written, and a warning says why). Returns 0 or MX_EIO.
+ */
 int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const json_t *init,
                       json_t *const lists[MX_CATALOGUE_KINDS]);
 

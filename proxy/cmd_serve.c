@@ -21,6 +21,7 @@
 #include "child.h"
 #include "cmd.h"
 #include "err.h"
+#include "fileio.h"
 #include "gateway.h"
 #include "log.h"
 #include "secret.h"
@@ -293,6 +294,14 @@ int mx_cmd_serve(int argc, char **argv)
         return 1;
     }
 
+    /* The certs and the catalogue live there: someone else who can write to it
+     * could swap the CA key or what clients are told about the tools. */
+    if (cfg->proxy.state_dir && mx_dir_private(cfg->proxy.state_dir, &diag) != 0) {
+        fprintf(stderr, "mcplex: %s: [proxy] state_dir: %s\n", cfg->path,
+                mx_diag_format(&diag, msg, sizeof(msg)));
+        mx_config_free(cfg);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "mcplex: libcurl initialisation failed\n");

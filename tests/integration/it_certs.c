@@ -5,7 +5,9 @@
  * with NODE_EXTRA_CA_CERTS and Python's ssl module in strict mode, each
  * against `openssl s_server` serving the leaf (a stand-in for the TLS
  * listener, so this checks the certificates and not mcplex's TLS code). The
- * same clients without the CA must refuse.
+ * same clients without the CA must refuse. And the CA's name constraint:
+ * a leaf for a public DNS name, signed with ca.key by the openssl tool, is
+ * refused by OpenSSL's and GnuTLS's verifiers alike.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -130,7 +132,7 @@ static void test_it_certs_real_clients(void **state)
     const char *show[] = {mcplex, "certs", "show", "--dir", dir, NULL};
     assert_int_equal(run("show", show, NULL), 0);
     out = log_of("show");
-    assert_contains(out, "permitted DNS:localhost, IP:127.0.0.0/8, IP:::1/128");
+    assert_contains(out, "permitted DNS:localhost\n");
     assert_null(strstr(out, "PRIVATE KEY"));
     free(out);
 
@@ -195,10 +197,93 @@ out:
     free(leaf_key);
 }
 
+/* Exit status of |argv| run to its end; its output in *|out|. */
+static int run_out(const char *name, const char *const *argv, char **out)
+{
+    int rc = mx_it_run(name, argv, NULL, RUN_TIMEOUT_MS, out);
+    assert_true(rc >= 0);
+    return rc;
+}
+
+/*
+ * Whoever holds ca.key signs a leaf for a public name: `openssl verify` and
+ * GnuTLS's `certtool --verify` refuse it for the name constraint, and take
+ * mcplex's own leaf from the same CA (so the refusal is the constraint).
+ */
+static void test_it_certs_constraint_refuses_public_name(void **state)
+{
+    (void)state;
+    char *out = NULL;
+
+    if (!have("openssl") || !have("certtool"))
+        fail_msg("openssl and certtool (Debian gnutls-bin) are needed; .ci/setup installs them");
+    char *mcplex = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *dir = mx_it_path("certs");
+    char *ca = mx_xasprintf("%s/ca.pem", dir);
+    char *ca_key = mx_xasprintf("%s/ca.key", dir);
+    char *leaf = mx_xasprintf("%s/localhost.pem", dir);
+    char *evil_key = mx_it_path("evil.key");
+    char *evil_csr = mx_it_path("evil.csr");
+    char *evil = mx_it_path("evil.pem");
+    const char *init[] = {mcplex, "certs", "init", "--dir", dir, NULL};
+    assert_int_equal(run("init", init, NULL), 0);
+    const char *req[] = {"openssl",
+                         "req",
+                         "-new",
+                         "-newkey",
+                         "ec",
+                         "-pkeyopt",
+                         "ec_paramgen_curve:P-256",
+                         "-nodes",
+                         "-keyout",
+                         evil_key,
+                         "-subj",
+                         "/CN=www.example.com",
+                         "-addext",
+                         "subjectAltName=DNS:www.example.com",
+                         "-out",
+                         evil_csr,
+                         NULL};
+    assert_int_equal(run("evil-req", req, NULL), 0);
+    const char *sign[] = {
+        "openssl",          "x509", "-req",  "-in", evil_csr, "-CA", ca,  "-CAkey", ca_key,
+        "-copy_extensions", "copy", "-days", "1",   "-out",   evil,  NULL};
+    assert_int_equal(run("evil-sign", sign, NULL), 0);
+
+    const char *ossl_evil[] = {"openssl", "verify", "-CAfile", ca, evil, NULL};
+    assert_int_not_equal(run_out("verify-evil", ossl_evil, &out), 0);
+    assert_contains(out, "permitted subtree violation");
+    free(out);
+    const char *ossl_good[] = {"openssl", "verify", "-CAfile", ca, leaf, NULL};
+    assert_int_equal(run_out("verify-good", ossl_good, &out), 0);
+    free(out);
+    const char *gnutls_evil[] = {"certtool", "--verify", "--load-ca-certificate", ca, "--infile",
+                                 evil,       NULL};
+    assert_int_not_equal(run_out("certtool-evil", gnutls_evil, &out), 0);
+    assert_contains(out, "violates the signer's constraints");
+    free(out);
+    const char *gnutls_good[] = {"certtool", "--verify", "--load-ca-certificate", ca, "--infile",
+                                 leaf,       NULL};
+    assert_int_equal(run_out("certtool-good", gnutls_good, &out), 0);
+    assert_contains(out, "The certificate is trusted");
+    free(out);
+    free(mcplex);
+    free(dir);
+    free(ca);
+    free(ca_key);
+    free(leaf);
+    free(evil_key);
+    free(evil_csr);
+    free(evil);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_it_certs_real_clients, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_it_certs_constraint_refuses_public_name, mx_it_setup,
+                                        mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

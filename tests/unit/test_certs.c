@@ -206,25 +206,15 @@ static void test_certs_ca_fields(void **state)
     assert_non_null(nc);
     assert_int_equal(crit, 1);
     assert_null(nc->excludedSubtrees);
-    assert_int_equal(sk_GENERAL_SUBTREE_num(nc->permittedSubtrees), 3);
-    static const unsigned char v4[8] = {127, 0, 0, 0, 255, 0, 0, 0};
-    unsigned char v6[32] = {0};
-    v6[15] = 1;
-    memset(v6 + 16, 0xff, 16);
+    /* One DNS subtree and no IP one: BoringSSL refuses a CA with IP constraints. */
+    assert_int_equal(sk_GENERAL_SUBTREE_num(nc->permittedSubtrees), 1);
     int type;
-    const ASN1_STRING *s;
-    s = GENERAL_NAME_get0_value(sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 0)->base, &type);
+    const ASN1_STRING *s =
+        GENERAL_NAME_get0_value(sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 0)->base, &type);
     assert_int_equal(type, GEN_DNS);
     assert_int_equal(ASN1_STRING_length(s), 9);
     assert_memory_equal(ASN1_STRING_get0_data(s), "localhost", 9);
-    s = GENERAL_NAME_get0_value(sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 1)->base, &type);
-    assert_int_equal(type, GEN_IPADD);
-    assert_int_equal(ASN1_STRING_length(s), 8);
-    assert_memory_equal(ASN1_STRING_get0_data(s), v4, 8);
-    s = GENERAL_NAME_get0_value(sk_GENERAL_SUBTREE_value(nc->permittedSubtrees, 2)->base, &type);
-    assert_int_equal(type, GEN_IPADD);
-    assert_int_equal(ASN1_STRING_length(s), 32);
-    assert_memory_equal(ASN1_STRING_get0_data(s), v6, 32);
+    assert_false(mx_certs_ca_is_legacy(ca));
     NAME_CONSTRAINTS_free(nc);
 
     /* Back-dated an hour for clock skew, ten years ahead. */
@@ -372,7 +362,7 @@ static void test_certs_init_refuses_overwrite(void **state)
     char *key_before = slurp(paths.ca_key);
     memset(&d, 0, sizeof(d));
     assert_int_equal(mx_certs_init(&paths, false, &d), MX_EEXIST);
-    assert_non_null(strstr(d.msg, "--force"));
+    assert_non_null(strstr(d.msg, "--renew"));
     char *ca_after = slurp(paths.ca_cert);
     char *key_after = slurp(paths.ca_key);
     assert_string_equal(ca_before, ca_after);
@@ -388,7 +378,7 @@ static void test_certs_init_refuses_overwrite(void **state)
     assert_string_equal(d.file, paths.leaf_key);
     assert_int_equal(access(paths.ca_cert, F_OK), -1);
 
-    /* --force replaces everything with a new CA. */
+    /* --renew replaces everything with a new CA. */
     assert_int_equal(mx_certs_init(&paths, true, &d), 0);
     ca_after = slurp(paths.ca_cert);
     assert_string_not_equal(ca_before, ca_after);
@@ -469,7 +459,7 @@ static X509 *issue(X509 *ca, EVP_PKEY *ca_key, const char *cn, const char *san, 
 
 /*
  * The point of the name constraints: whoever holds ca.key can still not make
- * a certificate that a client trusting the CA accepts for another host.
+ * a certificate that a client trusting the CA accepts for another DNS name.
  */
 static void test_certs_name_constraints_refuse_other_hosts(void **state)
 {
@@ -481,8 +471,8 @@ static void test_certs_name_constraints_refuse_other_hosts(void **state)
         {"evil.example", "DNS:evil.example"},
         {"localhost", "DNS:localhost,DNS:evil.example"},
         {"localhost.evil.example", "DNS:localhost.evil.example"},
-        {"localhost", "IP:10.0.0.1"},
-        {"localhost", "DNS:localhost,IP:::2"},
+        {"localhost", "DNS:localhost,DNS:www.example.com"},
+        {"localhost", "DNS:localhost,IP:127.0.0.1,DNS:*.example.com"},
         /* No SAN: OpenSSL then holds the CN to the DNS constraints. */
         {"evil.example", NULL},
     };
@@ -505,6 +495,12 @@ static void test_certs_name_constraints_refuse_other_hosts(void **state)
     assert_int_equal(verify(ca, good, "localhost", NULL), X509_V_OK);
     assert_int_equal(verify(ca, good, NULL, "127.9.9.9"), X509_V_OK);
     X509_free(good);
+    /* What a DNS-only constraint leaves open (RFC 5280 §4.2.1.10: a name type
+     * with no subtree is unconstrained): a leaf for a bare address. Pinned
+     * here so that a change of MX_CERTS_CA_NAME_CONSTRAINTS is seen. */
+    X509 *ip = issue(ca, ca_key, "localhost", "IP:10.0.0.1", -60, DAY, NULL);
+    assert_int_equal(verify(ca, ip, NULL, "10.0.0.1"), X509_V_OK);
+    X509_free(ip);
     EVP_PKEY_free(ca_key);
     X509_free(ca);
 }
@@ -623,7 +619,7 @@ static void test_certs_ensure_renews_bad_leaf(void **state)
     /* Signed by some other CA. */
     EVP_PKEY *other_key = mx_certs_key_new();
     memset(&d, 0, sizeof(d));
-    X509 *other = mx_certs_ca_new(other_key, -60, DAY, &d);
+    X509 *other = mx_certs_ca_new(other_key, -60, DAY, MX_CERTS_CA_NAME_CONSTRAINTS, &d);
     assert_non_null(other);
     leaf = issue(other, other_key, "localhost", MX_CERTS_LEAF_SAN, -60, 100 * DAY, &key);
     plant_leaf(leaf, key);
@@ -795,7 +791,7 @@ static void test_certs_tls_handshake(void **state)
     /* A client that trusts a different, freshly made CA refuses the server. */
     EVP_PKEY *other_key = mx_certs_key_new();
     memset(&d, 0, sizeof(d));
-    X509 *other = mx_certs_ca_new(other_key, -60, DAY, &d);
+    X509 *other = mx_certs_ca_new(other_key, -60, DAY, MX_CERTS_CA_NAME_CONSTRAINTS, &d);
     assert_non_null(other);
     SSL_CTX *bad = client_ctx(other);
     assert_false(handshake(sctx, bad, "localhost", NULL, &vr));
@@ -890,12 +886,12 @@ static void test_certs_command(void **state)
     assert_null(strstr(r.out, "PRIVATE"));
     run_free(&r);
 
-    /* A second init without --force: exit 1, a clear message, nothing touched. */
+    /* A second init without --renew: exit 1, a clear message, nothing touched. */
     char *ca_pem = slurp(paths.ca_cert);
     r = run_certs("init", "--dir", certs_dir, NULL);
     assert_int_equal(r.rc, 1);
     assert_contains(r.err, "already exists");
-    assert_contains(r.err, "--force");
+    assert_contains(r.err, "--renew");
     char *now = slurp(paths.ca_cert);
     assert_string_equal(ca_pem, now);
     free(now);
@@ -906,7 +902,8 @@ static void test_certs_command(void **state)
     assert_contains(r.out, "CN=mcplex local CA ");
     assert_contains(r.out, "CN=localhost");
     assert_contains(r.out, "DNS:localhost, IP:127.0.0.1, IP:::1");
-    assert_contains(r.out, "permitted DNS:localhost, IP:127.0.0.0/8, IP:::1/128");
+    assert_contains(r.out, "permitted DNS:localhost\n");
+    assert_null(strstr(r.out, "IP:127.0.0.0"));
     assert_contains(r.out, "critical");
     assert_contains(r.out, "day(s) left");
     assert_contains(r.out, "verifies against the CA");
@@ -914,11 +911,17 @@ static void test_certs_command(void **state)
     assert_null(strstr(r.out, "PRIVATE"));
     run_free(&r);
 
-    r = run_certs("init", "--force", "--dir", certs_dir);
+    r = run_certs("init", "--renew", "--dir", certs_dir);
     assert_int_equal(r.rc, 0);
     now = slurp(paths.ca_cert);
     assert_string_not_equal(ca_pem, now);
     free(now);
+    run_free(&r);
+    /* --force, the older name, does the same. */
+    r = run_certs("init", "--force", "--dir", certs_dir);
+    assert_int_equal(r.rc, 0);
+    free(ca_pem);
+    ca_pem = slurp(paths.ca_cert);
     free(ca_pem);
     run_free(&r);
 
@@ -932,13 +935,91 @@ static void test_certs_command(void **state)
     r = run_certs("frobnicate", NULL, NULL, NULL);
     assert_int_equal(r.rc, 2);
     run_free(&r);
-    r = run_certs("show", "--force", NULL, NULL);
+    r = run_certs("show", "--renew", NULL, NULL);
     assert_int_equal(r.rc, 2);
     run_free(&r);
     r = run_certs("--help", NULL, NULL, NULL);
     assert_int_equal(r.rc, 0);
     assert_contains(r.out, "usage: mcplex certs");
     run_free(&r);
+}
+
+/*
+ * A CA made before IP-address name constraints were dropped: init refuses
+ * and says to run `--renew`, ensure keeps serving it, show flags it (exit 1),
+ * and init --renew replaces CA and leaf with ones of the new kind.
+ */
+static void test_certs_legacy_ca(void **state)
+{
+    (void)state;
+    struct mx_diag d;
+    bool created, renewed;
+
+    memset(&d, 0, sizeof(d));
+    assert_int_equal(mkdir(paths.dir, 0700), 0);
+    if (mx_certs_create(&paths, MX_CERTS_CA_NAME_CONSTRAINTS_V1, false, &d) != 0)
+        fail_msg("create: %s", d.msg);
+    X509 *ca = load_cert(paths.ca_cert);
+    assert_true(mx_certs_ca_is_legacy(ca));
+    X509_free(ca);
+    char *ca_before = slurp(paths.ca_cert);
+
+    assert_int_equal(mx_certs_init(&paths, false, &d), MX_EEXIST);
+    assert_string_equal(d.file, paths.ca_cert);
+    assert_non_null(strstr(d.msg, "IP-address name constraints"));
+    assert_non_null(strstr(d.msg, "mcplex certs init --renew"));
+    assert_int_equal(mx_certs_ensure(&paths, 30, &created, &renewed, &d), 0);
+    assert_false(created);
+    assert_false(renewed);
+    char *now = slurp(paths.ca_cert);
+    assert_string_equal(ca_before, now);
+    free(now);
+
+    struct run r = run_certs("show", "--dir", certs_dir, NULL);
+    assert_int_equal(r.rc, 1);
+    assert_contains(r.out, "IP:127.0.0.0/8");
+    assert_contains(r.out, "mcplex certs init --renew");
+    run_free(&r);
+    r = run_certs("init", "--dir", certs_dir, NULL);
+    assert_int_equal(r.rc, 1);
+    assert_contains(r.err, "unsupported name constraint type");
+    assert_contains(r.err, "mcplex certs init --renew");
+    run_free(&r);
+
+    r = run_certs("init", "--renew", "--dir", certs_dir);
+    assert_int_equal(r.rc, 0);
+    run_free(&r);
+    now = slurp(paths.ca_cert);
+    assert_string_not_equal(ca_before, now);
+    free(now);
+    assert_int_equal(mode_of(paths.ca_key), 0600);
+    assert_int_equal(mode_of(paths.leaf_key), 0600);
+    assert_int_equal(mode_of(paths.dir), 0700);
+    assert_int_equal(count_entries(paths.dir), 4);
+    ca = load_cert(paths.ca_cert);
+    X509 *leaf = load_cert(paths.leaf_cert);
+    assert_false(mx_certs_ca_is_legacy(ca));
+    assert_int_equal(mx_certs_check_leaf(ca, leaf, &d), 0);
+    X509_free(leaf);
+    X509_free(ca);
+    r = run_certs("show", "--dir", certs_dir, NULL);
+    assert_int_equal(r.rc, 0);
+    assert_null(strstr(r.out, "--renew"));
+    run_free(&r);
+    free(ca_before);
+
+    /* An excluded IP subtree is an IP constraint too. */
+    EVP_PKEY *k = mx_certs_key_new();
+    ca = mx_certs_ca_new(k, -60, DAY,
+                         "critical,permitted;DNS:localhost,excluded;IP:10.0.0.0/255.0.0.0", &d);
+    assert_non_null(ca);
+    assert_true(mx_certs_ca_is_legacy(ca));
+    X509_free(ca);
+    ca = mx_certs_ca_new(k, -60, DAY, NULL, &d);
+    assert_non_null(ca);
+    assert_false(mx_certs_ca_is_legacy(ca));
+    X509_free(ca);
+    EVP_PKEY_free(k);
 }
 
 /* Without --dir: <state_dir>/certs, from the config if there is one, else the default. */
@@ -999,6 +1080,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_certs_tls_handshake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_certs_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_certs_command_default_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_certs_legacy_ca, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
