@@ -910,9 +910,11 @@ static void respond_init(struct pending *p)
 
 /* ---- lists ---- */
 
+_Static_assert(MX_GATEWAY_MAX_SLOTS <= MX_CURSOR_MAX_SOURCES, "a cursor names every slot");
+
 static bool cursor_source(struct mx_mcp *m, size_t i, enum mx_agg_kind kind)
 {
-    return i <= 255 && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
+    return i < MX_CURSOR_MAX_SOURCES && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
 }
 
 json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
@@ -1035,7 +1037,6 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
 {
     struct mx_uriroute_result r;
     char text[600];
-    size_t n = 0;
     if (uri == NULL) {
         respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, "params.uri must be a string");
         return NULL;
@@ -1063,27 +1064,13 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
         }
         if (with == 1)
             return only;
-        n = (size_t)snprintf(text, sizeof(text),
-                             "Resource not found: no upstream lists %.200s or a template that "
-                             "matches it",
-                             uri);
+        snprintf(text, sizeof(text),
+                 "Resource not found: no upstream lists %.200s or a template that matches it", uri);
         json_t *err = mx_rpc_error_new(id, RPC_NO_RESOURCE, text, json_pack("{s:s}", "uri", uri));
         respond_json(m, req, s, 200, err, NULL, 0);
         return NULL;
     }
-    n = (size_t)snprintf(text, sizeof(text),
-                         "Ambiguous resource URI %.200s: it belongs to several upstreams (", uri);
-    json_t *cands = json_array();
-    for (size_t i = 0; i < r.cnt && n < sizeof(text); i++) {
-        const char *nm = m->ups[r.cands[i]]->cfg->name;
-        n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? ", " : "", nm);
-        json_array_append_new(cands, json_string(nm));
-    }
-    if (n < sizeof(text))
-        snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
-    json_t *err = mx_rpc_error_new(id, RPC_INVALID_PARAMS, text,
-                                   json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
-    respond_json(m, req, s, 200, err, NULL, 0);
+    respond_json(m, req, s, 200, mcp_uri_ambiguous(m, id, uri, &r), NULL, 0);
     return NULL;
 }
 

@@ -152,6 +152,10 @@ void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f);
 /* The merged view of |kind| and the URI router, rebuilt when stale. */
 struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind);
 struct mx_uriroute *mcp_uris(struct mx_mcp *m);
+/* The JSON-RPC error for |uri| held by the several upstreams of |r|: one
+ * message for every path, naming them in its text and data.candidates. */
+json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
+                          const struct mx_uriroute_result *r);
 /* Catalogues changed: rebuild views lazily and announce list_changed. */
 void mcp_changed(struct mx_mcp *m);
 

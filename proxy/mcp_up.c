@@ -602,6 +602,27 @@ struct mx_uriroute *mcp_uris(struct mx_mcp *m)
     return m->uris;
 }
 
+json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
+                          const struct mx_uriroute_result *r)
+{
+    char text[600];
+    size_t n =
+        (size_t)snprintf(text, sizeof(text),
+                         "Ambiguous resource URI %.200s: it belongs to several upstreams (", uri);
+    json_t *cands = json_array();
+    for (size_t i = 0; i < r->cnt; i++) {
+        const char *nm = m->ups[r->cands[i]]->cfg->name;
+        if (n < sizeof(text))
+            n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? ", " : "", nm);
+        json_array_append_new(cands, json_string(nm));
+    }
+    if (n < sizeof(text))
+        snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
+    /* MCP 2025-06-18 and 2026-07-28: invalid params, with the URI in data */
+    return mx_rpc_error_new(id, -32602, text,
+                            json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
+}
+
 /* What a client would see of |kind|: names, sources and list generations. */
 static uint64_t view_sig(struct mx_mcp *m, int kind)
 {
