@@ -18,6 +18,7 @@
 #include "err.h"
 #include "log.h"
 #include "mcp_int.h"
+#include "metrics.h"
 #include "rand.h"
 #include "rpc.h"
 #include "up2026.h"
@@ -183,6 +184,8 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
         ctx->owner = s;
     }
     ctx->u = u;
+    if (ctx->key == 0)
+        ctx->key = ++u->m->ctx_keys;
     if (ctx->s == NULL) {
         json_t *caps = client_caps_for(ctx->owner);
         ctx->s = mx_upsess_new(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
@@ -738,15 +741,28 @@ static void log_message(struct upctx *ctx, json_t *msg)
     json_decref(out);
 }
 
+void mcp_up_dropped(struct mx_mcpup *u, const char *method, const char *why)
+{
+    u->dropped++;
+    mx_metrics_upstream_dropped(u->up->metrics, u->up->metrics_slot);
+    /* a hostile upstream can send these at line rate: powers of two only */
+    if ((u->dropped & (u->dropped - 1)) == 0)
+        mx_log_debug(SUBSYS, "up:%s %s dropped: it %s (%llu so far)", u->cfg->name, method, why,
+                     (unsigned long long)u->dropped);
+}
+
 /* The upstream withdrew a request it had sent to a client. */
 static void cancelled(struct upctx *ctx, uint64_t key, json_t *msg)
 {
     struct mx_mcp *m = ctx->u->m;
     json_t *params = json_object_get(msg, "params");
+    /* by the upstream session it came from: ids of other sessions never match */
     const struct mx_idmap_s2c *e =
         mx_idmap_s2c_by_up(m->ids, key, json_object_get(params, "requestId"));
-    if (e == NULL)
+    if (e == NULL) {
+        mcp_up_dropped(ctx->u, "notifications/cancelled", "names no request of its session");
         return;
+    }
     struct mx_session *s = mx_session_by_key(m->sessions, e->session);
     if (s) {
         json_t *out = json_deep_copy(msg);
@@ -788,7 +804,7 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
     } else if (strcmp(method, "notifications/message") == 0) {
         log_message(ctx, msg);
     } else if (strcmp(method, "notifications/progress") == 0) {
-        mcp_progress(u->m, msg);
+        mcp_progress(ctx, msg);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         cancelled(ctx, key, msg);
     } else {
@@ -1072,6 +1088,8 @@ json_t *mx_mcp_health(struct mx_mcp *m)
         }
         if (u->state == UPS_FAILED)
             json_object_set_new(o, "reason", json_string(u->fail.message));
+        if (u->dropped)
+            json_object_set_new(o, "notifications_dropped", json_integer((json_int_t)u->dropped));
         json_array_append_new(ups, o);
     }
     for (int k = MX_AGG_TOOLS; k <= MX_AGG_PROMPTS; k++) {

@@ -125,6 +125,7 @@ struct mx_sim {
     int64_t list_ttl_ms;       /* ttlMs on list results; 0: none */
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
     bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
+    int64_t forge_progress;    /* slow streams also send progress for tokens 0..N; -1: off */
 
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;
