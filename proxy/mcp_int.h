@@ -85,6 +85,10 @@ struct mx_mcpup {
     ev_tstamp ttl_at[MX_AGG_KIND_CNT];
     bool ttl_given[MX_AGG_KIND_CNT]; /* the upstream gave one: the list expires then */
     uint64_t dropped;                /* notifications naming a request not sent to it */
+    /* max_list_bytes: what each list costs (mx_catalogue_list_bytes), and
+     * why a list was cut to fit ("" when it was not) */
+    size_t list_bytes[MX_AGG_KIND_CNT];
+    char cut[MX_AGG_KIND_CNT][160];
 };
 
 /* Per client session (mx_session.owner). */

@@ -38,6 +38,7 @@ struct refresh {
     struct mx_uprpc *rpc;
     int kind; /* being fetched, -1: connecting */
     json_t *acc;
+    size_t acc_bytes; /* what |acc| costs against max_list_bytes */
     size_t pages;
 };
 
@@ -301,12 +302,16 @@ static void catalogue_load(struct mx_mcpup *u)
     int rc = mx_catalogue_load(path, u->cfg, &init, lists);
     if (rc == MX_EPROTO)
         mx_log_warn(SUBSYS, "up:%s ignoring the unreadable catalogue %s", u->cfg->name, path);
+    else if (rc == MX_ELIMIT)
+        mx_log_warn(SUBSYS, "up:%s ignoring the catalogue %s: over max_list_bytes (%lld)",
+                    u->cfg->name, path, (long long)u->cfg->max_list_bytes);
     free(path);
     if (rc)
         return;
     u->init = init;
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         u->lists[k] = lists[k];
+        u->list_bytes[k] = mx_catalogue_list_bytes(lists[k]);
         u->gen[k]++;
     }
     u->from_catalogue = true;
@@ -375,9 +380,11 @@ static void refresh_failed(struct refresh *r, const struct mx_upfail *fail)
     refresh_end(u, NULL);
 }
 
-static void store_list(struct mx_mcpup *u, int kind, json_t *items)
+/* Keep |items| (owned), which cost |bytes|, as |u|'s list |kind|. */
+static void store_list(struct mx_mcpup *u, int kind, json_t *items, size_t bytes)
 {
     u->stale[kind] = false;
+    u->list_bytes[kind] = bytes;
     if (u->lists[kind] && json_equal(u->lists[kind], items)) {
         json_decref(items);
         return;
@@ -386,6 +393,33 @@ static void store_list(struct mx_mcpup *u, int kind, json_t *items)
     u->lists[kind] = items;
     u->gen[kind]++;
     mcp_changed(u->m);
+}
+
+/*
+ * Add the items of one page to |r|'s list while they fit: MAX_ITEMS items,
+ * and max_list_bytes for the upstream's lists together (the other kinds
+ * as last stored, this one as fetched so far). Returns false when an item
+ * did not fit the bytes: the list is full.
+ */
+static bool take_items(struct refresh *r, json_t *items)
+{
+    const struct mx_mcpup *u = r->u;
+    size_t cap = (size_t)u->cfg->max_list_bytes, others = 0, i;
+    json_t *it;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+        others += k == r->kind ? 0 : u->list_bytes[k];
+    size_t room = others < cap ? cap - others : 0;
+    json_array_foreach(items, i, it)
+    {
+        if (json_array_size(r->acc) >= MAX_ITEMS)
+            break;
+        size_t n = mx_catalogue_item_bytes(it);
+        if (n > room - r->acc_bytes)
+            return false;
+        r->acc_bytes += n;
+        json_array_append(r->acc, it);
+    }
+    return true;
 }
 
 static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
@@ -412,23 +446,25 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     }
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
-        store_list(u, r->kind, json_array());
+        store_list(u, r->kind, json_array(), 0);
         json_decref(r->acc);
         r->acc = NULL;
         refresh_step(r);
         return;
     }
-    size_t i;
-    json_t *it;
-    json_array_foreach(items, i, it)
-    {
-        if (json_array_size(r->acc) >= MAX_ITEMS)
-            break;
-        json_array_append(r->acc, it);
-    }
+    bool full = !take_items(r, items);
     const char *next = json_string_value(json_object_get(result, "nextCursor"));
     /* MCP 2025-06-18, Pagination: no nextCursor ends the list; bounded. */
-    if (next && r->pages < MAX_PAGES && json_array_size(r->acc) < MAX_ITEMS) {
+    if (full) {
+        /* past the cap nothing more is fetched: what fits is kept */
+        const char *key = mx_agg_list_key((enum mx_agg_kind)r->kind);
+        snprintf(u->cut[r->kind], sizeof(u->cut[r->kind]),
+                 "cut to %zu items (%zu bytes) after %zu pages: its lists together are over "
+                 "max_list_bytes (%lld)",
+                 json_array_size(r->acc), r->acc_bytes, r->pages,
+                 (long long)u->cfg->max_list_bytes);
+        mx_log_warn(SUBSYS, "up:%s %s %s", u->cfg->name, key, u->cut[r->kind]);
+    } else if (next && r->pages < MAX_PAGES && json_array_size(r->acc) < MAX_ITEMS) {
         json_t *msg =
             json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                       "method", list_methods[r->kind], "params", "cursor", next);
@@ -445,7 +481,9 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
                     "out",
                     u->cfg->name, MAX_PAGES, MAX_ITEMS, mx_agg_list_key((enum mx_agg_kind)r->kind));
     }
-    store_list(u, r->kind, r->acc);
+    if (!full)
+        u->cut[r->kind][0] = '\0';
+    store_list(u, r->kind, r->acc, r->acc_bytes);
     r->acc = NULL;
     refresh_step(r);
 }
@@ -472,12 +510,13 @@ static void refresh_step(struct refresh *r)
             return;
         }
         if (!offers(u, k)) {
-            store_list(u, k, json_array());
+            store_list(u, k, json_array(), 0);
             continue;
         }
         r->kind = k;
         r->pages = 1;
         r->acc = json_array();
+        r->acc_bytes = 0;
         json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                                 "method", list_methods[k]);
         int rc =
@@ -1029,6 +1068,7 @@ void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         json_decref(u->lists[k]);
         u->lists[k] = NULL;
+        u->list_bytes[k] = 0;
     }
     u->state = UPS_UNKNOWN;
     u->cfg = &mx_upstream_gone_cfg;
@@ -1090,6 +1130,16 @@ json_t *mx_mcp_health(struct mx_mcp *m)
             json_object_set_new(o, "reason", json_string(u->fail.message));
         if (u->dropped)
             json_object_set_new(o, "notifications_dropped", json_integer((json_int_t)u->dropped));
+        json_t *cut = json_object();
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+            if (u->cut[k][0])
+                json_object_set_new(cut, mx_agg_list_key((enum mx_agg_kind)k),
+                                    json_string(u->cut[k]));
+        }
+        if (json_object_size(cut))
+            json_object_set_new(o, "lists_cut", cut);
+        else
+            json_decref(cut);
         json_array_append_new(ups, o);
     }
     for (int k = MX_AGG_TOOLS; k <= MX_AGG_PROMPTS; k++) {

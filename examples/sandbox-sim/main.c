@@ -38,6 +38,7 @@ struct cli {
     int64_t list_ttl_ms;
     int64_t extra_tools;
     int64_t forge_progress; /* -1: off */
+    int64_t huge_pages;
 };
 
 static void usage(FILE *f)
@@ -72,6 +73,8 @@ static void usage(FILE *f)
           "                           (a misbehaving server, for leak tests)\n"
           "  --forge-progress N       each step of a slow stream also sends progress for\n"
           "                           the tokens 0..N it was not given (a hostile server)\n"
+          "  --huge-pages BYTES       tools/list pages never end, each one tool with a\n"
+          "                           description of BYTES (a hostile server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -147,6 +150,11 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         } else if (strcmp(flag, "--forge-progress") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 100000, &cli->forge_progress)) {
                 fprintf(stderr, "sandbox-sim: --forge-progress must be 0..100000\n");
+                return MX_EINVAL;
+            }
+        } else if (strcmp(flag, "--huge-pages") == 0) {
+            if (mx_num_parse(val, strlen(val), 1, MX_SIM_HUGE_PAGE_MAX, &cli->huge_pages)) {
+                fprintf(stderr, "sandbox-sim: --huge-pages must be 1..%d\n", MX_SIM_HUGE_PAGE_MAX);
                 return MX_EINVAL;
             }
         } else if (strcmp(flag, "--extra-tools") == 0) {
@@ -275,6 +283,7 @@ int main(int argc, char **argv)
     }
     sim.whoami_credential = cli.whoami_credential;
     sim.forge_progress = cli.forge_progress;
+    sim.huge_pages = cli.huge_pages;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);

@@ -102,6 +102,7 @@ struct mx_sim {
     struct mx_httpd *httpd;
     char *name;
     int64_t extra_tools; /* --extra-tools */
+    int64_t huge_pages;  /* --huge-pages */
 
     enum mx_sim_auth_mode auth_mode;
     char *cookie_name;
