@@ -720,6 +720,7 @@ static const struct field proxy_fields[] = {
     FCUSTOM("prefix", set_prefix),
     FINT(P, "name_budget", name_budget, 8, 128),
     FINT(P, "page_size", page_size, 1, 10000),
+    FINT(P, "max_list_bytes", max_list_bytes, 65536, 1024LL * 1024 * 1024),
     FDUR(P, "fanout_timeout", fanout_timeout_ms, 1),
     FDUR(P, "request_timeout", request_timeout_ms, 1),
     FDUR(P, "wake_timeout", wake_timeout_ms, 1),
@@ -748,6 +749,7 @@ static const struct field server_fields[] = {
     FSTR(S, "alias", alias, check_name),
     FCUSTOM("session", set_session),
     FINT(S, "max_concurrency", max_concurrency, 1, 10000),
+    FINT(S, "max_list_bytes", max_list_bytes, 65536, 1024LL * 1024 * 1024),
     FDUR(S, "keepalive", keepalive_ms, 0),
     FDUR(S, "request_timeout", request_timeout_ms, 1),
     FDUR(S, "wake_timeout", wake_timeout_ms, 1),
@@ -779,6 +781,7 @@ static void proxy_defaults(struct mx_proxy_cfg *p)
     p->prefix = MX_PREFIX_CONDITIONAL;
     p->name_budget = 48;
     p->page_size = 100;
+    p->max_list_bytes = 16 * 1024 * 1024;
     p->fanout_timeout_ms = 3000;
     p->request_timeout_ms = 120 * 1000;
     p->wake_timeout_ms = 60 * 1000;
@@ -844,6 +847,7 @@ static void server_defaults(struct mx_server_cfg *s, const char *name, int line)
     s->keepalive_ms = 0;
     /* -1: take [proxy]'s value once the whole file is read */
     s->request_timeout_ms = -1;
+    s->max_list_bytes = -1;
     s->wake_timeout_ms = -1;
     s->idle_close_ms = -1;
 }
@@ -955,6 +959,8 @@ static int walk_servers(struct ctx *c, const struct mx_toml_table *t, struct con
             s->wake_timeout_ms = cfg->proxy.wake_timeout_ms;
         if (s->idle_close_ms < 0)
             s->idle_close_ms = cfg->proxy.idle_close_ms;
+        if (s->max_list_bytes < 0)
+            s->max_list_bytes = cfg->proxy.max_list_bytes;
     }
     /* Aliases name the prefix of colliding tools; two servers sharing one
      * would make "<alias>_<tool>" ambiguous. */

@@ -70,6 +70,7 @@ struct mx_server_cfg {
     char *alias; /* prefix when names are prefixed; defaults to name */
     enum mx_session_mode session;
     int64_t max_concurrency;
+    int64_t max_list_bytes; /* its lists, all pages of all four together, as JSON */
     int64_t keepalive_ms;
     int64_t request_timeout_ms;
     int64_t wake_timeout_ms;
@@ -103,6 +104,7 @@ struct mx_proxy_cfg {
     enum mx_prefix_mode prefix;
     int64_t name_budget;
     int64_t page_size;         /* items per page of /mcp's merged lists, default 100 */
+    int64_t max_list_bytes;    /* default of the servers' max_list_bytes, 16 MiB */
     int64_t fanout_timeout_ms; /* how long /mcp waits for upstreams, default 3 s */
     int64_t request_timeout_ms;
     int64_t wake_timeout_ms;

@@ -50,8 +50,8 @@ bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cf
            strv_same(&a->tools, &b->tools) && strv_same(&a->tools_deny, &b->tools_deny) &&
            strv_same(&a->prompts, &b->prompts) && strv_same(&a->prompts_deny, &b->prompts_deny) &&
            str_same(a->wake, b->wake) && str_same(a->alias, b->alias) && a->session == b->session &&
-           a->max_concurrency == b->max_concurrency && a->keepalive_ms == b->keepalive_ms &&
-           a->request_timeout_ms == b->request_timeout_ms &&
+           a->max_concurrency == b->max_concurrency && a->max_list_bytes == b->max_list_bytes &&
+           a->keepalive_ms == b->keepalive_ms && a->request_timeout_ms == b->request_timeout_ms &&
            a->wake_timeout_ms == b->wake_timeout_ms && a->idle_close_ms == b->idle_close_ms;
 }
 

@@ -4,6 +4,7 @@
  * upstream's lists were fetched afresh (after a wake or a list_changed):
  * small files, rarely, so the write happens on the loop.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,9 @@
 #include "log.h"
 
 #define CATALOGUE_VERSION 1
-#define CATALOGUE_MAX     (16 * 1024 * 1024)
+/* Beyond the lists (capped by max_list_bytes): the initialize result and
+ * the file's own keys. */
+#define CATALOGUE_INIT_MAX (1024 * 1024)
 
 static const char *const kind_keys[MX_CATALOGUE_KINDS] = {"tools", "prompts", "resources",
                                                           "resourceTemplates"};
@@ -39,6 +42,23 @@ char *mx_catalogue_path(const char *state_dir, const struct mx_server_cfg *cfg)
                         (unsigned long long)fnv1a(url));
 }
 
+size_t mx_catalogue_item_bytes(const json_t *item)
+{
+    /* a NULL buffer: jansson only counts */
+    return json_dumpb(item, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+size_t mx_catalogue_list_bytes(const json_t *list)
+{
+    size_t n = 0, i;
+    json_t *it;
+    json_array_foreach(list, i, it)
+    {
+        n += mx_catalogue_item_bytes(it);
+    }
+    return n;
+}
+
 int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t **init,
                       json_t *lists[MX_CATALOGUE_KINDS])
 {
@@ -46,8 +66,12 @@ int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t 
     struct stat st;
     if (stat(path, &st) != 0)
         return MX_ENOTFOUND;
-    if (!S_ISREG(st.st_mode) || st.st_size > CATALOGUE_MAX)
+    if (!S_ISREG(st.st_mode))
         return MX_EPROTO;
+    /* the same cap as a live fetch: a file the cap could not have made is
+     * not read at all */
+    if ((uint64_t)st.st_size > (uint64_t)cfg->max_list_bytes + CATALOGUE_INIT_MAX)
+        return MX_ELIMIT;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
     if (j == NULL)
         return MX_EPROTO;
@@ -59,6 +83,13 @@ int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t 
         return MX_EPROTO;
     }
     json_t *ls = json_object_get(j, "lists");
+    size_t bytes = 0;
+    for (int k = 0; k < MX_CATALOGUE_KINDS; k++)
+        bytes += mx_catalogue_list_bytes(json_object_get(ls, kind_keys[k]));
+    if (bytes > (uint64_t)cfg->max_list_bytes) {
+        json_decref(j);
+        return MX_ELIMIT;
+    }
     for (int k = 0; k < MX_CATALOGUE_KINDS; k++) {
         json_t *l = json_object_get(ls, kind_keys[k]);
         lists[k] = json_is_array(l) ? json_incref(l) : NULL;

@@ -8,6 +8,8 @@
 #ifndef MX_CATALOGUE_H
 #define MX_CATALOGUE_H
 
+#include <stddef.h>
+
 #include <jansson.h>
 
 #include "model.h"
@@ -18,10 +20,19 @@
 char *mx_catalogue_path(const char *state_dir, const struct mx_server_cfg *cfg);
 
 /*
+ * What one list item costs against a server's max_list_bytes: the length
+ * of its compact JSON text. A list costs the sum of its items.
+ */
+size_t mx_catalogue_item_bytes(const json_t *item);
+size_t mx_catalogue_list_bytes(const json_t *list);
+
+/*
  * Load |path| if it exists and was saved for |cfg|'s URL. On 0, |*init| and
  * |lists| (NULL where the upstream offers no such list) hold new references.
- * Returns 0, MX_ENOTFOUND, or MX_EPROTO for a file that does not parse (it
- * is then ignored; the next save replaces it).
+ * Returns 0, MX_ENOTFOUND, MX_EPROTO for a file that does not parse (it is
+ * then ignored; the next save replaces it), or MX_ELIMIT when its lists
+ * together are over |cfg|'s max_list_bytes (also ignored; the file's size is
+ * checked first, so an oversized one is never read).
  */
 int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t **init,
                       json_t *lists[MX_CATALOGUE_KINDS]);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Cursor wire form: version, kind, count, then per source its index and two
- * big-endian 32-bit numbers, then the first MX_CURSOR_MAC_LEN bytes of
+ * Cursor wire form: version, kind, count (big-endian 16 bits), then per
+ * source its index and two big-endian 32-bit numbers, then the first MX_CURSOR_MAC_LEN bytes of
  * HMAC-SHA-256(key, everything before). base64url without padding (RFC 4648
  * §5): the text is safe in JSON and URLs as it is.
  */
@@ -15,7 +15,7 @@
 #include "err.h"
 
 #define ENTRY_LEN 9
-#define HEAD_LEN  3
+#define HEAD_LEN  4
 #define RAW_MAX   (HEAD_LEN + MX_CURSOR_MAX_SOURCES * ENTRY_LEN + MX_CURSOR_MAC_LEN)
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -117,9 +117,12 @@ int mx_cursor_encode(const struct mx_cursor *c, const uint8_t key[MX_CURSOR_KEY_
 {
     uint8_t raw[RAW_MAX];
     size_t n = 0;
+    if (c->cnt > MX_CURSOR_MAX_SOURCES)
+        return MX_EINVAL;
     raw[n++] = MX_CURSOR_VERSION;
     raw[n++] = c->kind;
-    raw[n++] = c->cnt;
+    raw[n++] = (uint8_t)(c->cnt >> 8);
+    raw[n++] = (uint8_t)c->cnt;
     for (size_t i = 0; i < c->cnt; i++) {
         if (i && c->v[i].src <= c->v[i - 1].src)
             return MX_EINVAL;
@@ -146,8 +149,8 @@ int mx_cursor_decode(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN],
     long n = b64_decode(text, raw, sizeof(raw));
     if (n < HEAD_LEN + MX_CURSOR_MAC_LEN || raw[0] != MX_CURSOR_VERSION)
         return MX_EINVAL;
-    size_t cnt = raw[2];
-    if ((size_t)n != HEAD_LEN + cnt * ENTRY_LEN + MX_CURSOR_MAC_LEN)
+    size_t cnt = (size_t)raw[2] << 8 | raw[3];
+    if (cnt > MX_CURSOR_MAX_SOURCES || (size_t)n != HEAD_LEN + cnt * ENTRY_LEN + MX_CURSOR_MAC_LEN)
         return MX_EINVAL;
     size_t body = (size_t)n - MX_CURSOR_MAC_LEN;
     mac(key, raw, body, want);
@@ -155,7 +158,7 @@ int mx_cursor_decode(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN],
         return MX_EINVAL;
     memset(out, 0, sizeof(*out));
     out->kind = raw[1];
-    out->cnt = (uint8_t)cnt;
+    out->cnt = (uint16_t)cnt;
     for (size_t i = 0; i < cnt; i++) {
         const uint8_t *e = raw + HEAD_LEN + i * ENTRY_LEN;
         out->v[i].src = e[0];

@@ -16,12 +16,14 @@
 
 #include "str.h"
 
-#define MX_CURSOR_VERSION     1
-#define MX_CURSOR_MAX_SOURCES 255
+#define MX_CURSOR_VERSION 2
+/* Every upstream slot (MX_GATEWAY_MAX_SLOTS): a source index is one byte,
+ * so all 256 of them, and the count takes two bytes. */
+#define MX_CURSOR_MAX_SOURCES 256
 #define MX_CURSOR_KEY_LEN     32
 #define MX_CURSOR_MAC_LEN     8
-/* Longest text: base64url of 3 + 255 * 9 + 8 bytes, and a NUL. */
-#define MX_CURSOR_TEXT_MAX 3080
+/* Longest text: base64url of 4 + 256 * 9 + 8 bytes, and a NUL. */
+#define MX_CURSOR_TEXT_MAX 3089
 
 struct mx_cursor_pos {
     uint8_t src;  /* upstream index */
@@ -31,14 +33,15 @@ struct mx_cursor_pos {
 
 struct mx_cursor {
     uint8_t kind; /* enum mx_agg_kind */
-    uint8_t cnt;  /* entries in |v|, sources strictly increasing */
+    uint16_t cnt; /* entries in |v|, sources strictly increasing */
     struct mx_cursor_pos v[MX_CURSOR_MAX_SOURCES];
 };
 
 /*
  * Write the text form of |c| and a NUL to |out| (|cap| bytes, at least
  * MX_CURSOR_TEXT_MAX is always enough). Returns its length, or MX_EINVAL when
- * the sources are not strictly increasing, MX_ELIMIT when |cap| is too small.
+ * the sources are not strictly increasing or more than MX_CURSOR_MAX_SOURCES,
+ * MX_ELIMIT when |cap| is too small.
  */
 int mx_cursor_encode(const struct mx_cursor *c, const uint8_t key[MX_CURSOR_KEY_LEN], char *out,
                      size_t cap);

@@ -188,11 +188,11 @@ static struct call_ent *find_call_cl(const struct mx_idmap *m, uint64_t session,
 }
 
 int mx_idmap_call_add(struct mx_idmap *m, uint64_t session, const json_t *client_id,
-                      const json_t *client_token, size_t upstream, void *data,
+                      const json_t *client_token, size_t upstream, uint64_t upsess, void *data,
                       const struct mx_idmap_call **out)
 {
     *out = NULL;
-    if (session == 0 || !id_ok(client_id) || (client_token && !id_ok(client_token)))
+    if (session == 0 || upsess == 0 || !id_ok(client_id) || (client_token && !id_ok(client_token)))
         return MX_EINVAL;
     if (m->call_cnt >= MX_IDMAP_MAX)
         return MX_ELIMIT;
@@ -209,6 +209,7 @@ int mx_idmap_call_add(struct mx_idmap *m, uint64_t session, const json_t *client
     e->pub.client_id = json_deep_copy(client_id);
     e->pub.client_token = client_token ? json_deep_copy(client_token) : NULL;
     e->pub.upstream = upstream;
+    e->pub.upsess = upsess;
     e->pub.data = data;
     e->cid_text = text;
     call_link(m, e);
@@ -233,10 +234,17 @@ const struct mx_idmap_call *mx_idmap_call_by_up_json(const struct mx_idmap *m, c
     return mx_idmap_call_by_up(m, (uint64_t)json_integer_value(id));
 }
 
-const struct mx_idmap_call *mx_idmap_call_by_token(const struct mx_idmap *m, const json_t *token)
+int mx_idmap_call_from(const struct mx_idmap *m, size_t upstream, uint64_t upsess,
+                       const json_t *token, const struct mx_idmap_call **out)
 {
     const struct mx_idmap_call *c = mx_idmap_call_by_up_json(m, token);
-    return c && c->client_token ? c : NULL;
+    *out = NULL;
+    if (c == NULL || c->client_token == NULL)
+        return MX_ENOTFOUND;
+    if (c->upstream != upstream || c->upsess != upsess)
+        return MX_EPERM;
+    *out = c;
+    return 0;
 }
 
 const struct mx_idmap_call *mx_idmap_call_by_client(const struct mx_idmap *m, uint64_t session,

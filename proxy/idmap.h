@@ -26,6 +26,7 @@ struct mx_idmap_call {
     json_t *client_id;    /* the client's id (owned by the map) */
     json_t *client_token; /* the client's progress token, or NULL */
     size_t upstream;      /* upstream index */
+    uint64_t upsess;      /* key of the upstream session it went over */
     void *data;           /* the caller's object for this call */
 };
 
@@ -49,20 +50,30 @@ void mx_idmap_free(struct mx_idmap *m);
 /*
  * Register a call from |session| with the client's |client_id| (a string or
  * integer) and |client_token| (a string, an integer or NULL); both are
- * copied. Returns 0 and |*out| (valid until removed), MX_EEXIST when that
- * session already has a call with that id in flight, MX_EINVAL for a bad id
- * or token, or MX_ELIMIT.
+ * copied. It goes to |upstream| over the upstream session |upsess| (a key
+ * that stays the same while that session lives, across its
+ * re-initializations). Returns 0 and |*out| (valid until removed),
+ * MX_EEXIST when that session already has a call with that id in flight,
+ * MX_EINVAL for a bad id or token, or MX_ELIMIT.
  */
 int mx_idmap_call_add(struct mx_idmap *m, uint64_t session, const json_t *client_id,
-                      const json_t *client_token, size_t upstream, void *data,
+                      const json_t *client_token, size_t upstream, uint64_t upsess, void *data,
                       const struct mx_idmap_call **out);
 /* By the id sent upstream; NULL if unknown. */
 const struct mx_idmap_call *mx_idmap_call_by_up(const struct mx_idmap *m, uint64_t up_id);
 /* By an id as an upstream wrote it back (a JSON integer); NULL if not ours. */
 const struct mx_idmap_call *mx_idmap_call_by_up_json(const struct mx_idmap *m, const json_t *id);
-/* By the progress token an upstream sent; NULL if it is not one of ours or
- * its call asked for no progress. */
-const struct mx_idmap_call *mx_idmap_call_by_token(const struct mx_idmap *m, const json_t *token);
+/*
+ * The call a progress token names, as upstream |upstream| wrote it on its
+ * session |upsess|. Upstream tokens are mcplex's small integers, easy to
+ * guess, so a token is taken only from the upstream session its call went
+ * over (MCP checklist §8: two upstreams never cross). Returns 0 and |*out|;
+ * MX_ENOTFOUND when it names no call in flight that asked for progress;
+ * MX_EPERM when it names a call that went to another upstream or upstream
+ * session. |*out| is NULL unless 0 is returned.
+ */
+int mx_idmap_call_from(const struct mx_idmap *m, size_t upstream, uint64_t upsess,
+                       const json_t *token, const struct mx_idmap_call **out);
 /* By the client's own id within |session|; NULL if unknown. */
 const struct mx_idmap_call *mx_idmap_call_by_client(const struct mx_idmap *m, uint64_t session,
                                                     const json_t *client_id);

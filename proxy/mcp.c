@@ -404,7 +404,7 @@ static int call_on_message(struct mx_uprpc *rpc, uint64_t key, json_t *msg, void
         mcp_s2c_request(c->via, key, msg, c);
     } else if (kind == MX_RPC_NOTIFICATION) {
         if (strcmp(method, "notifications/progress") == 0) {
-            mcp_progress(c->m, msg);
+            mcp_progress(c->via, msg);
         } else if (strcmp(method, "notifications/message") == 0) {
             json_t *params = json_object_get(msg, "params");
             int level = mcp_log_level(json_string_value(json_object_get(params, "level")));
@@ -566,7 +566,8 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
     if (!json_is_string(token) && !json_is_integer(token))
         token = NULL;
     struct call *c = mx_xcalloc(1, sizeof(*c));
-    int rc = mx_idmap_call_add(m->ids, s->key, id, token, u->idx, c, &e);
+    struct upctx *via = mcp_up_session(u, s);
+    int rc = mx_idmap_call_add(m->ids, s->key, id, token, u->idx, via->key, c, &e);
     if (rc) {
         free(c);
         json_decref(upmsg);
@@ -603,7 +604,7 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
     }
     /* only Streamable HTTP upstreams may speak 2026-07-28 */
     put_log_level(upmsg, u->cfg->transport == MX_TRANSPORT_HTTP ? s->log_level : -1);
-    c->via = mcp_up_session(u, s);
+    c->via = via;
     static const struct mx_uprpc_cbs cbs = {call_on_message, call_on_done, call_on_wait};
     rc = mx_upsess_request(c->via->s, upmsg, (long)u->cfg->request_timeout_ms, &cbs, c, &c->rpc);
     json_decref(upmsg);
@@ -619,13 +620,21 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
     mx_req_set_handler(req, call_drain, call_abort, c);
 }
 
-void mcp_progress(struct mx_mcp *m, json_t *msg)
+void mcp_progress(struct upctx *ctx, json_t *msg)
 {
+    struct mx_mcpup *u = ctx->u;
     json_t *params = json_object_get(msg, "params");
-    const struct mx_idmap_call *e =
-        mx_idmap_call_by_token(m->ids, json_object_get(params, "progressToken"));
-    if (e == NULL)
-        return; /* MCP 2025-06-18, Progress: only for requests still active */
+    const struct mx_idmap_call *e;
+    /* MCP 2025-06-18, Progress: only for requests still active, and only
+     * from the upstream session the request went over */
+    int rc = mx_idmap_call_from(u->m->ids, u->idx, ctx->key,
+                                json_object_get(params, "progressToken"), &e);
+    if (rc) {
+        mcp_up_dropped(u, "notifications/progress",
+                       rc == MX_EPERM ? "names a call of another upstream session"
+                                      : "names no call in flight");
+        return;
+    }
     struct call *c = e->data;
     json_t *out = json_deep_copy(msg);
     json_object_set(json_object_get(out, "params"), "progressToken", e->client_token);
@@ -910,9 +919,11 @@ static void respond_init(struct pending *p)
 
 /* ---- lists ---- */
 
+_Static_assert(MX_GATEWAY_MAX_SLOTS <= MX_CURSOR_MAX_SOURCES, "a cursor names every slot");
+
 static bool cursor_source(struct mx_mcp *m, size_t i, enum mx_agg_kind kind)
 {
-    return i <= 255 && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
+    return i < MX_CURSOR_MAX_SOURCES && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
 }
 
 json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
@@ -1035,7 +1046,6 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
 {
     struct mx_uriroute_result r;
     char text[600];
-    size_t n = 0;
     if (uri == NULL) {
         respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, "params.uri must be a string");
         return NULL;
@@ -1063,27 +1073,13 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
         }
         if (with == 1)
             return only;
-        n = (size_t)snprintf(text, sizeof(text),
-                             "Resource not found: no upstream lists %.200s or a template that "
-                             "matches it",
-                             uri);
+        snprintf(text, sizeof(text),
+                 "Resource not found: no upstream lists %.200s or a template that matches it", uri);
         json_t *err = mx_rpc_error_new(id, RPC_NO_RESOURCE, text, json_pack("{s:s}", "uri", uri));
         respond_json(m, req, s, 200, err, NULL, 0);
         return NULL;
     }
-    n = (size_t)snprintf(text, sizeof(text),
-                         "Ambiguous resource URI %.200s: it belongs to several upstreams (", uri);
-    json_t *cands = json_array();
-    for (size_t i = 0; i < r.cnt && n < sizeof(text); i++) {
-        const char *nm = m->ups[r.cands[i]]->cfg->name;
-        n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? ", " : "", nm);
-        json_array_append_new(cands, json_string(nm));
-    }
-    if (n < sizeof(text))
-        snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
-    json_t *err = mx_rpc_error_new(id, RPC_INVALID_PARAMS, text,
-                                   json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
-    respond_json(m, req, s, 200, err, NULL, 0);
+    respond_json(m, req, s, 200, mcp_uri_ambiguous(m, id, uri, &r), NULL, 0);
     return NULL;
 }
 

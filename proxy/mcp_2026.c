@@ -1097,11 +1097,7 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
         send_error(m, req, 200, id, RPC_INVALID_PARAMS, text, json_pack("{s:s}", "uri", uri));
         return NULL;
     }
-    snprintf(text, sizeof(text),
-             "Ambiguous resource URI %.200s: several upstreams serve it; read it through "
-             "/mcp/<server>",
-             uri);
-    send_error(m, req, 200, id, RPC_INVALID_PARAMS, text, json_pack("{s:s}", "uri", uri));
+    send_json(m, req, 200, mcp_uri_ambiguous(m, id, uri, &r));
     return NULL;
 }
 
@@ -1259,7 +1255,7 @@ static json_t *scope_page(struct mx_mcp *m, const struct mx_mcpup *u, enum mx_ag
     }
     size_t n = json_array_size(all);
     /* a slot past what a cursor can name gets the list on one page */
-    size_t page = u->idx <= 255 ? (size_t)m->cfg->proxy.page_size : n;
+    size_t page = u->idx < MX_CURSOR_MAX_SOURCES ? (size_t)m->cfg->proxy.page_size : n;
     json_t *items = json_array();
     for (size_t i = pos; i < n && i - pos < page; i++)
         json_array_append(items, json_array_get(all, i));

@@ -48,6 +48,8 @@ struct upctx {
     struct mx_mcpup *u;
     struct mx_session *owner; /* per-client sessions; NULL for the shared one */
     struct mx_upsess *s;
+    uint64_t key; /* never 0 once in use, kept across re-initializations: the
+                   * upsess of the calls sent over it (idmap.h) */
 };
 
 /* Someone waiting for an upstream's catalogue refresh. */
@@ -82,6 +84,11 @@ struct mx_mcpup {
     int64_t ttl_ms[MX_AGG_KIND_CNT];
     ev_tstamp ttl_at[MX_AGG_KIND_CNT];
     bool ttl_given[MX_AGG_KIND_CNT]; /* the upstream gave one: the list expires then */
+    uint64_t dropped;                /* notifications naming a request not sent to it */
+    /* max_list_bytes: what each list costs (mx_catalogue_list_bytes), and
+     * why a list was cut to fit ("" when it was not) */
+    size_t list_bytes[MX_AGG_KIND_CNT];
+    char cut[MX_AGG_KIND_CNT][160];
 };
 
 /* Per client session (mx_session.owner). */
@@ -112,6 +119,7 @@ struct mx_mcp {
     size_t up_cnt;
     uint8_t cursor_key[MX_CURSOR_KEY_LEN];
     uint64_t internal_id; /* ids of mcplex's own upstream requests */
+    uint64_t ctx_keys;    /* the last upctx key handed out */
 
     struct mx_agg_view *views[MX_AGG_KIND_CNT];
     struct mx_uriroute *uris;
@@ -152,6 +160,10 @@ void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f);
 /* The merged view of |kind| and the URI router, rebuilt when stale. */
 struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind);
 struct mx_uriroute *mcp_uris(struct mx_mcp *m);
+/* The JSON-RPC error for |uri| held by the several upstreams of |r|: one
+ * message for every path, naming them in its text and data.candidates. */
+json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
+                          const struct mx_uriroute_result *r);
 /* Catalogues changed: rebuild views lazily and announce list_changed. */
 void mcp_changed(struct mx_mcp *m);
 
@@ -162,6 +174,11 @@ void mcp_announce_now(struct mx_mcp *m);
 /* A message from upstream |u| outside any answer, or a notification on a
  * call's stream that concerns everyone (list_changed, resources/updated). */
 void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg);
+
+/* A notification |method| from |u| naming a request it was not sent
+ * (|why|): counted in /metrics and /health, logged at debug level for the
+ * 1st, 2nd, 4th, 8th ... drop of |u|. */
+void mcp_up_dropped(struct mx_mcpup *u, const char *method, const char *why);
 
 /* Session |s| changed its log level: tell the upstream sessions. */
 void mcp_up_levels(struct mx_mcp *m, struct mx_session *s);
@@ -174,8 +191,9 @@ json_t *mcp_internal_id(struct mx_mcp *m);
 /* A request from upstream |ctx| (sampling, elicitation, roots, ping) on
  * behalf of |call| (may be NULL): answer it or pass it to the client. */
 void mcp_s2c_request(struct upctx *ctx, uint64_t key, json_t *msg, struct call *call);
-/* Progress from an upstream: to the call that owns the token. */
-void mcp_progress(struct mx_mcp *m, json_t *msg);
+/* Progress from upstream session |ctx|: to the call that owns the token,
+ * if that call went over |ctx|; else dropped and counted. */
+void mcp_progress(struct upctx *ctx, json_t *msg);
 /* The log level index of "debug".."emergency", or -1. */
 int mcp_log_level(const char *name);
 /* Send |msg| to session |s|: on the GET stream (queued while absent). */

@@ -18,6 +18,7 @@
 #include "err.h"
 #include "log.h"
 #include "mcp_int.h"
+#include "metrics.h"
 #include "rand.h"
 #include "rpc.h"
 #include "up2026.h"
@@ -37,6 +38,7 @@ struct refresh {
     struct mx_uprpc *rpc;
     int kind; /* being fetched, -1: connecting */
     json_t *acc;
+    size_t acc_bytes; /* what |acc| costs against max_list_bytes */
     size_t pages;
 };
 
@@ -199,6 +201,8 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
         ctx->owner = s;
     }
     ctx->u = u;
+    if (ctx->key == 0)
+        ctx->key = ++u->m->ctx_keys;
     if (ctx->s == NULL) {
         json_t *caps = client_caps_for(ctx->owner);
         ctx->s = mx_upsess_new(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
@@ -314,12 +318,16 @@ static void catalogue_load(struct mx_mcpup *u)
     int rc = mx_catalogue_load(path, u->cfg, &init, lists);
     if (rc == MX_EPROTO)
         mx_log_warn(SUBSYS, "up:%s ignoring the unreadable catalogue %s", u->cfg->name, path);
+    else if (rc == MX_ELIMIT)
+        mx_log_warn(SUBSYS, "up:%s ignoring the catalogue %s: over max_list_bytes (%lld)",
+                    u->cfg->name, path, (long long)u->cfg->max_list_bytes);
     free(path);
     if (rc)
         return;
     u->init = init;
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         u->lists[k] = lists[k];
+        u->list_bytes[k] = mx_catalogue_list_bytes(lists[k]);
         u->gen[k]++;
     }
     u->from_catalogue = true;
@@ -388,9 +396,11 @@ static void refresh_failed(struct refresh *r, const struct mx_upfail *fail)
     refresh_end(u, NULL);
 }
 
-static void store_list(struct mx_mcpup *u, int kind, json_t *items)
+/* Keep |items| (owned), which cost |bytes|, as |u|'s list |kind|. */
+static void store_list(struct mx_mcpup *u, int kind, json_t *items, size_t bytes)
 {
     u->stale[kind] = false;
+    u->list_bytes[kind] = bytes;
     if (u->lists[kind] && json_equal(u->lists[kind], items)) {
         json_decref(items);
         return;
@@ -399,6 +409,33 @@ static void store_list(struct mx_mcpup *u, int kind, json_t *items)
     u->lists[kind] = items;
     u->gen[kind]++;
     mcp_changed(u->m);
+}
+
+/*
+ * Add the items of one page to |r|'s list while they fit: MAX_ITEMS items,
+ * and max_list_bytes for the upstream's lists together (the other kinds
+ * as last stored, this one as fetched so far). Returns false when an item
+ * did not fit the bytes: the list is full.
+ */
+static bool take_items(struct refresh *r, json_t *items)
+{
+    const struct mx_mcpup *u = r->u;
+    size_t cap = (size_t)u->cfg->max_list_bytes, others = 0, i;
+    json_t *it;
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+        others += k == r->kind ? 0 : u->list_bytes[k];
+    size_t room = others < cap ? cap - others : 0;
+    json_array_foreach(items, i, it)
+    {
+        if (json_array_size(r->acc) >= MAX_ITEMS)
+            break;
+        size_t n = mx_catalogue_item_bytes(it);
+        if (n > room - r->acc_bytes)
+            return false;
+        r->acc_bytes += n;
+        json_array_append(r->acc, it);
+    }
+    return true;
 }
 
 static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
@@ -425,23 +462,25 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     }
     if (!json_is_object(result) || !json_is_array(items)) {
         /* an error (often "method not found"): nothing of this kind */
-        store_list(u, r->kind, json_array());
+        store_list(u, r->kind, json_array(), 0);
         json_decref(r->acc);
         r->acc = NULL;
         refresh_step(r);
         return;
     }
-    size_t i;
-    json_t *it;
-    json_array_foreach(items, i, it)
-    {
-        if (json_array_size(r->acc) >= MAX_ITEMS)
-            break;
-        json_array_append(r->acc, it);
-    }
+    bool full = !take_items(r, items);
     const char *next = json_string_value(json_object_get(result, "nextCursor"));
     /* MCP 2025-06-18, Pagination: no nextCursor ends the list; bounded. */
-    if (next && r->pages < MAX_PAGES && json_array_size(r->acc) < MAX_ITEMS) {
+    if (full) {
+        /* past the cap nothing more is fetched: what fits is kept */
+        const char *key = mx_agg_list_key((enum mx_agg_kind)r->kind);
+        snprintf(u->cut[r->kind], sizeof(u->cut[r->kind]),
+                 "cut to %zu items (%zu bytes) after %zu pages: its lists together are over "
+                 "max_list_bytes (%lld)",
+                 json_array_size(r->acc), r->acc_bytes, r->pages,
+                 (long long)u->cfg->max_list_bytes);
+        mx_log_warn(SUBSYS, "up:%s %s %s", u->cfg->name, key, u->cut[r->kind]);
+    } else if (next && r->pages < MAX_PAGES && json_array_size(r->acc) < MAX_ITEMS) {
         json_t *msg =
             json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                       "method", list_methods[r->kind], "params", "cursor", next);
@@ -458,7 +497,9 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
                     "out",
                     u->cfg->name, MAX_PAGES, MAX_ITEMS, mx_agg_list_key((enum mx_agg_kind)r->kind));
     }
-    store_list(u, r->kind, r->acc);
+    if (!full)
+        u->cut[r->kind][0] = '\0';
+    store_list(u, r->kind, r->acc, r->acc_bytes);
     r->acc = NULL;
     refresh_step(r);
 }
@@ -485,12 +526,13 @@ static void refresh_step(struct refresh *r)
             return;
         }
         if (!offers(u, k)) {
-            store_list(u, k, json_array());
+            store_list(u, k, json_array(), 0);
             continue;
         }
         r->kind = k;
         r->pages = 1;
         r->acc = json_array();
+        r->acc_bytes = 0;
         json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                                 "method", list_methods[k]);
         int rc =
@@ -618,6 +660,27 @@ struct mx_uriroute *mcp_uris(struct mx_mcp *m)
     return m->uris;
 }
 
+json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
+                          const struct mx_uriroute_result *r)
+{
+    char text[600];
+    size_t n =
+        (size_t)snprintf(text, sizeof(text),
+                         "Ambiguous resource URI %.200s: it belongs to several upstreams (", uri);
+    json_t *cands = json_array();
+    for (size_t i = 0; i < r->cnt; i++) {
+        const char *nm = m->ups[r->cands[i]]->cfg->name;
+        if (n < sizeof(text))
+            n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s", i ? ", " : "", nm);
+        json_array_append_new(cands, json_string(nm));
+    }
+    if (n < sizeof(text))
+        snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
+    /* MCP 2025-06-18 and 2026-07-28: invalid params, with the URI in data */
+    return mx_rpc_error_new(id, -32602, text,
+                            json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
+}
+
 /* What a client would see of |kind|: names, sources and list generations. */
 static uint64_t view_sig(struct mx_mcp *m, int kind)
 {
@@ -733,15 +796,28 @@ static void log_message(struct upctx *ctx, json_t *msg)
     json_decref(out);
 }
 
+void mcp_up_dropped(struct mx_mcpup *u, const char *method, const char *why)
+{
+    u->dropped++;
+    mx_metrics_upstream_dropped(u->up->metrics, u->up->metrics_slot);
+    /* a hostile upstream can send these at line rate: powers of two only */
+    if ((u->dropped & (u->dropped - 1)) == 0)
+        mx_log_debug(SUBSYS, "up:%s %s dropped: it %s (%llu so far)", u->cfg->name, method, why,
+                     (unsigned long long)u->dropped);
+}
+
 /* The upstream withdrew a request it had sent to a client. */
 static void cancelled(struct upctx *ctx, uint64_t key, json_t *msg)
 {
     struct mx_mcp *m = ctx->u->m;
     json_t *params = json_object_get(msg, "params");
+    /* by the upstream session it came from: ids of other sessions never match */
     const struct mx_idmap_s2c *e =
         mx_idmap_s2c_by_up(m->ids, key, json_object_get(params, "requestId"));
-    if (e == NULL)
+    if (e == NULL) {
+        mcp_up_dropped(ctx->u, "notifications/cancelled", "names no request of its session");
         return;
+    }
     struct mx_session *s = mx_session_by_key(m->sessions, e->session);
     if (s) {
         json_t *out = json_deep_copy(msg);
@@ -783,7 +859,7 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
     } else if (strcmp(method, "notifications/message") == 0) {
         log_message(ctx, msg);
     } else if (strcmp(method, "notifications/progress") == 0) {
-        mcp_progress(u->m, msg);
+        mcp_progress(ctx, msg);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         cancelled(ctx, key, msg);
     } else {
@@ -1008,6 +1084,7 @@ void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         json_decref(u->lists[k]);
         u->lists[k] = NULL;
+        u->list_bytes[k] = 0;
     }
     u->state = UPS_UNKNOWN;
     u->cfg = &mx_upstream_gone_cfg;
@@ -1067,6 +1144,18 @@ json_t *mx_mcp_health(struct mx_mcp *m)
         }
         if (u->state == UPS_FAILED)
             json_object_set_new(o, "reason", json_string(u->fail.message));
+        if (u->dropped)
+            json_object_set_new(o, "notifications_dropped", json_integer((json_int_t)u->dropped));
+        json_t *cut = json_object();
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+            if (u->cut[k][0])
+                json_object_set_new(cut, mx_agg_list_key((enum mx_agg_kind)k),
+                                    json_string(u->cut[k]));
+        }
+        if (json_object_size(cut))
+            json_object_set_new(o, "lists_cut", cut);
+        else
+            json_decref(cut);
         json_array_append_new(ups, o);
     }
     for (int k = MX_AGG_TOOLS; k <= MX_AGG_PROMPTS; k++) {

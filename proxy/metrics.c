@@ -100,6 +100,7 @@ struct server {
     uint64_t retries;
     uint64_t sent_bytes;
     uint64_t received_bytes;
+    uint64_t dropped;             /* notifications naming a request the upstream was not sent */
     struct sample ring[RING_CAP]; /* recent ok latencies, for /health's p50 */
     size_t ring_next;
     size_t ring_len;
@@ -246,6 +247,13 @@ void mx_metrics_upstream_retry(struct mx_metrics *m, size_t slot)
     struct server *s = server_at(m, slot);
     if (s)
         s->retries++;
+}
+
+void mx_metrics_upstream_dropped(struct mx_metrics *m, size_t slot)
+{
+    struct server *s = server_at(m, slot);
+    if (s)
+        s->dropped++;
 }
 
 void mx_metrics_upstream_bytes(struct mx_metrics *m, size_t slot, uint64_t sent, uint64_t received)
@@ -512,6 +520,10 @@ static int render_upstream(struct mx_buf *b, const struct mx_metrics *m)
          offsetof(struct server, sent_bytes)},
         {"mcplex_upstream_received_bytes_total", "Response body bytes received from the upstream.",
          offsetof(struct server, received_bytes)},
+        {"mcplex_upstream_notifications_dropped_total",
+         "Notifications from the upstream dropped for naming no request of its own in flight "
+         "(progress or a cancellation for another upstream's request, or for none).",
+         offsetof(struct server, dropped)},
     };
     int rc = 0;
     for (size_t c = 0; c < COUNT_OF(counters) && rc == 0; c++) {

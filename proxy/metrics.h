@@ -103,6 +103,9 @@ void mx_metrics_upstream_call(struct mx_metrics *m, size_t slot, const char *met
 
 /* An attempt failed before it reached the sandbox and will be sent again. */
 void mx_metrics_upstream_retry(struct mx_metrics *m, size_t slot);
+/* A notification from the upstream dropped for naming no request of its own
+ * in flight (progress for another upstream's call, or for none). */
+void mx_metrics_upstream_dropped(struct mx_metrics *m, size_t slot);
 /* Body bytes sent to / received from the upstream (every attempt). */
 void mx_metrics_upstream_bytes(struct mx_metrics *m, size_t slot, uint64_t sent, uint64_t received);
 /* A wake began (the upstream entered the waking state). */

@@ -122,15 +122,17 @@ void mx_uriroute_find(const struct mx_uriroute *r, struct mx_str uri,
     }
     for (size_t i = lo; i < r->exact_cnt && cmp_str_cstr(uri, r->exact[i].uri) == 0; i++)
         add_cand(out, r->exact[i].src);
-    if (out->cnt) {
+    if (out->cnt)
         out->how = MX_URIROUTE_EXACT;
-        return;
-    }
+    /* Templates count even after an exact match: an upstream that lists a
+     * URI must not win it silently over another whose template claims it
+     * too (nor the reverse), so both are candidates and the caller refuses
+     * the ambiguity. */
     for (size_t i = 0; i < r->tpl_cnt; i++) {
         if (mx_uritpl_match(mx_str_cstr(r->tpls[i].text), uri))
             add_cand(out, r->tpls[i].src);
     }
-    if (out->cnt)
+    if (out->cnt && out->how == MX_URIROUTE_NONE)
         out->how = MX_URIROUTE_TEMPLATE;
 }
 

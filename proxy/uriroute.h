@@ -6,8 +6,9 @@
  * (RFC 6570: level 1 "{var}" matches one or more characters other than
  * '/', '?' and '#'; "{+var}" and "{#var}" any characters; "{/var}", "{.var}"
  * and "{;var}" their prefix then a segment; "{?var}" and "{&var}" an
- * optional query). Several upstreams holding a URI make it ambiguous, and
- * the caller names them in its error. Pure: JSON lists in, indexes out.
+ * optional query). Several upstreams holding a URI make it ambiguous, by
+ * listing or by template alike, and the caller names them in its error. Pure: JSON lists in,
+ * indexes out.
  */
 #ifndef MX_URIROUTE_H
 #define MX_URIROUTE_H
@@ -47,7 +48,8 @@ struct mx_uriroute;
 struct mx_uriroute *mx_uriroute_new(const struct mx_uri_source *srcs, size_t cnt);
 void mx_uriroute_free(struct mx_uriroute *r);
 
-/* Upstreams holding |uri|: exact matches if any, else template matches. */
+/* Upstreams holding |uri|: those that list it and those with a template
+ * matching it, together (|how| is EXACT when any lists it). */
 void mx_uriroute_find(const struct mx_uriroute *r, struct mx_str uri,
                       struct mx_uriroute_result *out);
 /* Upstreams that listed the template text |tpl| itself (completion refs). */

@@ -38,6 +38,8 @@ struct cli {
     bool whoami_credential;
     int64_t list_ttl_ms;
     int64_t extra_tools;
+    int64_t forge_progress; /* -1: off */
+    int64_t huge_pages;
 };
 
 static void usage(FILE *f)
@@ -71,6 +73,10 @@ static void usage(FILE *f)
           "                           instead of the sim's own tools (see README)\n"
           "  --whoami-credential yes  whoami also answers the credential header it got\n"
           "                           (a misbehaving server, for leak tests)\n"
+          "  --forge-progress N       each step of a slow stream also sends progress for\n"
+          "                           the tokens 0..N it was not given (a hostile server)\n"
+          "  --huge-pages BYTES       tools/list pages never end, each one tool with a\n"
+          "                           description of BYTES (a hostile server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -145,6 +151,16 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         } else if (strcmp(flag, "--drop-after-events") == 0) {
             if (mx_num_parse(val, strlen(val), 0, 1000000, &cli->drop_after_events)) {
                 fprintf(stderr, "sandbox-sim: --drop-after-events must be 0..1000000\n");
+                return MX_EINVAL;
+            }
+        } else if (strcmp(flag, "--forge-progress") == 0) {
+            if (mx_num_parse(val, strlen(val), 0, 100000, &cli->forge_progress)) {
+                fprintf(stderr, "sandbox-sim: --forge-progress must be 0..100000\n");
+                return MX_EINVAL;
+            }
+        } else if (strcmp(flag, "--huge-pages") == 0) {
+            if (mx_num_parse(val, strlen(val), 1, MX_SIM_HUGE_PAGE_MAX, &cli->huge_pages)) {
+                fprintf(stderr, "sandbox-sim: --huge-pages must be 1..%d\n", MX_SIM_HUGE_PAGE_MAX);
                 return MX_EINVAL;
             }
         } else if (strcmp(flag, "--extra-tools") == 0) {
@@ -230,7 +246,10 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 int main(int argc, char **argv)
 {
-    struct cli cli = {.listen = "127.0.0.1:0", .name = "sandbox-sim", .drop_after_events = -1};
+    struct cli cli = {.listen = "127.0.0.1:0",
+                      .name = "sandbox-sim",
+                      .drop_after_events = -1,
+                      .forge_progress = -1};
     struct mx_sim sim;
     enum mx_log_level level;
     ev_signal sigint_w, sigterm_w;
@@ -270,6 +289,8 @@ int main(int argc, char **argv)
         return 1;
     }
     sim.whoami_credential = cli.whoami_credential;
+    sim.forge_progress = cli.forge_progress;
+    sim.huge_pages = cli.huge_pages;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);

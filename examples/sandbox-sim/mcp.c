@@ -185,6 +185,29 @@ static json_t *tools_list(const struct mx_sim_mcp_ctx *ctx)
     return json_pack("{s:o}", "tools", tools);
 }
 
+/*
+ * --huge-pages: page |cursor| ("page-<n>", none for the first) of a tools
+ * list that never ends, one tool per page with a description of
+ * ctx->huge_pages bytes, so a client that keeps every page grows without
+ * bound.
+ */
+static json_t *huge_page(const struct mx_sim_mcp_ctx *ctx, json_t *params)
+{
+    const char *cur = json_string_value(json_object_get(params, "cursor"));
+    long long n = cur && strncmp(cur, "page-", 5) == 0 ? strtoll(cur + 5, NULL, 10) : 0;
+    char name[32], next[32];
+    size_t len = (size_t)ctx->huge_pages;
+    char *desc = mx_xmalloc(len + 1);
+    memset(desc, 'x', len);
+    desc[len] = '\0';
+    snprintf(name, sizeof(name), "huge-%lld", n);
+    snprintf(next, sizeof(next), "page-%lld", n + 1);
+    json_t *tool = json_pack("{s:s,s:s,s:o}", "name", name, "description", desc, "inputSchema",
+                             schema(json_object(), json_array()));
+    free(desc);
+    return json_pack("{s:[o],s:s}", "tools", tool, "nextCursor", next);
+}
+
 static json_t *prompts_list(void)
 {
     return json_pack("{s:[{s:s,s:s,s:s,s:[{s:s,s:s,s:b}]}]}", "prompts", "name", "greet", "title",
@@ -466,7 +489,7 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         out->result = json_object();
         return;
     case MX_SIM_M_TOOLS_LIST:
-        out->result = tools_list(ctx);
+        out->result = ctx->huge_pages > 0 ? huge_page(ctx, params) : tools_list(ctx);
         list_hint(ctx, out);
         return;
     case MX_SIM_M_TOOLS_CALL:

@@ -69,7 +69,12 @@ struct mx_sim_mcp_ctx {
     struct mx_sim_conf_sess *conf;
     int64_t list_ttl_ms; /* ttlMs on every list result (a freshness hint); 0: none */
     int64_t extra_tools; /* generated tools gen-1 … gen-N (a large catalogue) */
+    int64_t huge_pages;  /* > 0: tools/list pages without end, each with one tool
+                          * whose description is this many bytes (a hostile server) */
 };
+
+/* Largest description --huge-pages may ask for. */
+#define MX_SIM_HUGE_PAGE_MAX (64 * 1024 * 1024)
 
 /* Most generated tools --extra-tools may ask for. */
 #define MX_SIM_EXTRA_TOOLS_MAX 100000

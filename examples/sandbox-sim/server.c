@@ -129,7 +129,8 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
                                  .config_arg = sim,
                                  .conf = sim->conformance ? &s->conf : NULL,
                                  .list_ttl_ms = sim->list_ttl_ms,
-                                 .extra_tools = sim->extra_tools};
+                                 .extra_tools = sim->extra_tools,
+                                 .huge_pages = sim->huge_pages};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;

@@ -103,6 +103,7 @@ struct mx_sim {
     struct mx_httpd *httpd;
     char *name;
     int64_t extra_tools; /* --extra-tools */
+    int64_t huge_pages;  /* --huge-pages */
 
     enum mx_sim_auth_mode auth_mode;
     char *cookie_name;
@@ -128,6 +129,7 @@ struct mx_sim {
     int64_t list_ttl_ms;       /* ttlMs on list results; 0: none */
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
     bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
+    int64_t forge_progress;    /* slow streams also send progress for tokens 0..N; -1: off */
 
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;

@@ -170,6 +170,27 @@ static void complete_slow(struct mx_sim_call *c)
     complete(c, mx_sim_text_result(text, false));
 }
 
+/*
+ * --forge-progress: a hostile server's progress for the integer tokens
+ * 0..N it was not given on this call (a gateway that numbers its tokens
+ * hands out small integers). Returns false when the call ended.
+ */
+static bool forge_progress(struct mx_sim_call *c)
+{
+    char msg[96];
+    snprintf(msg, sizeof(msg), "forged by %s", c->sim->name);
+    for (int64_t t = 0; t <= c->sim->forge_progress; t++) {
+        if (json_is_integer(c->token) && json_integer_value(c->token) == t)
+            continue;
+        json_t *params =
+            json_pack("{s:I,s:I,s:I,s:s}", "progressToken", (json_int_t)t, "progress",
+                      (json_int_t)c->step, "total", (json_int_t)c->steps, "message", msg);
+        if (!emit(c, mx_sim_rpc_notification("notifications/progress", params)))
+            return false;
+    }
+    return true;
+}
+
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct mx_sim_call *c = mx_container_of(w, struct mx_sim_call, timer);
@@ -177,6 +198,8 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     c->step++;
+    if (c->sim->forge_progress >= 0 && !forge_progress(c))
+        return;
     if (c->token) {
         snprintf(msg, sizeof(msg), "step %lld of %lld", (long long)c->step, (long long)c->steps);
         json_t *params =

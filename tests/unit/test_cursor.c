@@ -2,19 +2,22 @@
 /*
  * List cursors: round trips of every size, the canonical text only, and
  * refusal of anything else (other key, flipped bits, bad base64, padding
- * bits, truncation, sources out of order, unknown version).
+ * bits, truncation, sources out of order, unknown version), and a cursor
+ * over every upstream slot the gateway can have.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "cursor.h"
 #include "err.h"
+#include "gateway.h"
 
 static const uint8_t key[MX_CURSOR_KEY_LEN] = "0123456789abcdef0123456789abcdef";
 static const uint8_t other[MX_CURSOR_KEY_LEN] = "fedcba9876543210fedcba9876543210";
@@ -24,7 +27,7 @@ static struct mx_cursor make(uint8_t kind, size_t cnt)
     struct mx_cursor c;
     memset(&c, 0, sizeof(c));
     c.kind = kind;
-    c.cnt = (uint8_t)cnt;
+    c.cnt = (uint16_t)cnt;
     for (size_t i = 0; i < cnt; i++) {
         c.v[i].src = (uint8_t)i;
         c.v[i].gen = 0xfffffff0u + (uint32_t)i;
@@ -87,11 +90,45 @@ static void test_cursor_refuses_garbage(void **state)
     assert_int_equal(mx_cursor_encode(&c, key, text, (size_t)n), MX_ELIMIT);
 }
 
+/*
+ * Every slot in use: /mcp fills a cursor the way this does, one entry per
+ * upstream slot with a list, so it must hold MX_GATEWAY_MAX_SLOTS entries.
+ * On the heap, so that a write past its end is caught under ASan.
+ */
+static void test_cursor_every_slot(void **state)
+{
+    char text[MX_CURSOR_TEXT_MAX];
+    struct mx_cursor *c = calloc(1, sizeof(*c)), *d = calloc(1, sizeof(*d));
+    (void)state;
+    assert_non_null(c);
+    assert_non_null(d);
+    c->kind = 1;
+    for (size_t i = 0; i < MX_GATEWAY_MAX_SLOTS; i++) {
+        c->v[c->cnt].src = (uint8_t)i;
+        c->v[c->cnt].gen = (uint32_t)i * 7u;
+        c->v[c->cnt].pos = (uint32_t)i + 1u;
+        c->cnt++;
+    }
+    assert_int_equal(c->cnt, MX_GATEWAY_MAX_SLOTS);
+    int n = mx_cursor_encode(c, key, text, sizeof(text));
+    assert_true(n > 0);
+    assert_int_equal(mx_cursor_decode(mx_str_make(text, (size_t)n), key, d), 0);
+    assert_int_equal(d->cnt, MX_GATEWAY_MAX_SLOTS);
+    for (size_t i = 0; i < d->cnt; i++) {
+        assert_int_equal(d->v[i].src, i);
+        assert_int_equal(d->v[i].pos, i + 1);
+    }
+    assert_memory_equal(d->v, c->v, MX_GATEWAY_MAX_SLOTS * sizeof(c->v[0]));
+    free(c);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cursor_round_trip),
         cmocka_unit_test(test_cursor_refuses_garbage),
+        cmocka_unit_test(test_cursor_every_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

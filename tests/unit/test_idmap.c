@@ -22,11 +22,12 @@ struct call_case {
     const char *id;    /* JSON */
     const char *token; /* JSON or NULL */
     size_t upstream;
+    uint64_t upsess;
 };
 
 static const struct call_case calls[] = {
-    {1, "1", "\"tok\"", 0}, {2, "1", "\"tok\"", 0}, {1, "\"1\"", NULL, 1},
-    {2, "2", "7", 2},       {3, "1", NULL, 0},
+    {1, "1", "\"tok\"", 0, 10}, {2, "1", "\"tok\"", 0, 11}, {1, "\"1\"", NULL, 1, 20},
+    {2, "2", "7", 2, 30},       {3, "1", NULL, 0, 10},
 };
 
 static json_t *j(const char *text)
@@ -43,7 +44,7 @@ static void test_idmap_calls(void **state)
     for (size_t i = 0; i < n; i++) {
         json_t *id = j(calls[i].id), *tok = j(calls[i].token);
         assert_int_equal(mx_idmap_call_add(m, calls[i].session, id, tok, calls[i].upstream,
-                                           (void *)(uintptr_t)(i + 1), &got[i]),
+                                           calls[i].upsess, (void *)(uintptr_t)(i + 1), &got[i]),
                          0);
         json_decref(id);
         json_decref(tok);
@@ -59,8 +60,21 @@ static void test_idmap_calls(void **state)
         assert_ptr_equal(mx_idmap_call_by_up(m, got[i]->up_id), got[i]);
         json_t *upj = json_integer((json_int_t)got[i]->up_id);
         assert_ptr_equal(mx_idmap_call_by_up_json(m, upj), got[i]);
-        /* a token maps back only for calls that asked for progress */
-        assert_ptr_equal(mx_idmap_call_by_token(m, upj), calls[i].token ? got[i] : NULL);
+        /* a token maps back only for calls that asked for progress, and
+         * only as written by the upstream session the call went over */
+        const struct mx_idmap_call *t;
+        int rc = mx_idmap_call_from(m, calls[i].upstream, calls[i].upsess, upj, &t);
+        assert_int_equal(rc, calls[i].token ? 0 : MX_ENOTFOUND);
+        assert_ptr_equal(t, calls[i].token ? got[i] : NULL);
+        if (calls[i].token) {
+            /* the same upstream on another session, another upstream on the same key */
+            assert_int_equal(
+                mx_idmap_call_from(m, calls[i].upstream, calls[i].upsess + 100, upj, &t), MX_EPERM);
+            assert_null(t);
+            assert_int_equal(mx_idmap_call_from(m, calls[i].upstream + 1, calls[i].upsess, upj, &t),
+                             MX_EPERM);
+            assert_null(t);
+        }
         json_decref(upj);
         assert_int_equal((uintptr_t)got[i]->data, i + 1);
         assert_int_equal(got[i]->upstream, calls[i].upstream);
@@ -73,12 +87,14 @@ static void test_idmap_calls(void **state)
     assert_null(mx_idmap_call_by_client(m, 9, one));
     /* the same id again in the same session while in flight */
     const struct mx_idmap_call *dup;
-    assert_int_equal(mx_idmap_call_add(m, 1, one, NULL, 0, NULL, &dup), MX_EEXIST);
+    assert_int_equal(mx_idmap_call_add(m, 1, one, NULL, 0, 10, NULL, &dup), MX_EEXIST);
     /* bad ids and tokens */
     json_t *nul = json_null(), *obj = json_object();
-    assert_int_equal(mx_idmap_call_add(m, 1, nul, NULL, 0, NULL, &dup), MX_EINVAL);
-    assert_int_equal(mx_idmap_call_add(m, 1, two, obj, 0, NULL, &dup), MX_EINVAL);
-    assert_int_equal(mx_idmap_call_add(m, 0, two, NULL, 0, NULL, &dup), MX_EINVAL);
+    assert_int_equal(mx_idmap_call_add(m, 1, nul, NULL, 0, 10, NULL, &dup), MX_EINVAL);
+    assert_int_equal(mx_idmap_call_add(m, 1, two, obj, 0, 10, NULL, &dup), MX_EINVAL);
+    assert_int_equal(mx_idmap_call_add(m, 0, two, NULL, 0, 10, NULL, &dup), MX_EINVAL);
+    /* every call names the upstream session it goes over */
+    assert_int_equal(mx_idmap_call_add(m, 1, two, NULL, 0, 0, NULL, &dup), MX_EINVAL);
     assert_null(mx_idmap_call_by_up_json(m, sone));
     assert_null(mx_idmap_call_by_up_json(m, nul));
     /* remove one; the other session's equal id stays */
@@ -117,7 +133,8 @@ static void test_idmap_grow(void **state)
     const struct mx_idmap_call *c;
     for (int i = 0; i < 1000; i++) {
         json_t *id = json_integer(i);
-        assert_int_equal(mx_idmap_call_add(m, (uint64_t)(i % 2 ? 7 : 8), id, id, 0, NULL, &c), 0);
+        assert_int_equal(mx_idmap_call_add(m, (uint64_t)(i % 2 ? 7 : 8), id, id, 0, 1, NULL, &c),
+                         0);
         json_decref(id);
     }
     for (int i = 0; i < 1000; i++) {

@@ -742,8 +742,10 @@ static void test_model_aggregate_keys(void **state)
     struct mx_config *cfg = parse_ok("[proxy]\n"
                                      "page_size = 7\n"
                                      "fanout_timeout = \"1500ms\"\n"
+                                     "max_list_bytes = 1048576\n"
                                      "[servers.a]\n"
                                      "url = \"http://127.0.0.1:1/mcp\"\n"
+                                     "max_list_bytes = 65536\n"
                                      "tools_deny = [\"*_secret\", \"rm\"]\n"
                                      "prompts = [\"greet*\"]\n"
                                      "prompts_deny = [\"greet_admin\"]\n"
@@ -760,11 +762,16 @@ static void test_model_aggregate_keys(void **state)
     const struct mx_server_cfg *b = &cfg->servers[1];
     assert_int_equal(b->tools_deny.cnt, 0);
     assert_int_equal(b->prompts.cnt, 0);
+    /* a server's own list cap, else [proxy]'s */
+    assert_int_equal(a->max_list_bytes, 65536);
+    assert_int_equal(b->max_list_bytes, 1048576);
     mx_config_free(cfg);
 
     cfg = parse_ok("[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n");
     assert_int_equal(cfg->proxy.page_size, 100);
     assert_int_equal(cfg->proxy.fanout_timeout_ms, 3000);
+    assert_int_equal(cfg->proxy.max_list_bytes, 16 * 1024 * 1024);
+    assert_int_equal(cfg->servers[0].max_list_bytes, 16 * 1024 * 1024);
     mx_config_free(cfg);
 
     static const struct {
@@ -774,6 +781,9 @@ static void test_model_aggregate_keys(void **state)
         {"[proxy]\npage_size = 0\n", "between 1 and 10000"},
         {"[proxy]\npage_size = 10001\n", "between 1 and 10000"},
         {"[proxy]\nfanout_timeout = 3\n", "duration"},
+        {"[proxy]\nmax_list_bytes = 100\n", "between 65536 and 1073741824"},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nmax_list_bytes = 2147483648\n",
+         "between 65536 and 1073741824"},
         {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nprompts = [\"a b\"]\n",
          "non-empty without spaces"},
         {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\ntools_deny = [\"\"]\n",

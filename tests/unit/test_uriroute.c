@@ -152,12 +152,54 @@ static void test_uriroute_find(void **state)
     json_decref(tpl_only);
 }
 
+/*
+ * No URI takeover: an exact URI one upstream lists and another upstream's
+ * template that matches it make the URI ambiguous (both named), whichever
+ * upstream comes first; an upstream whose own template matches its own
+ * exact URI is still the one holder.
+ */
+static void test_uriroute_exact_meets_template(void **state)
+{
+    (void)state;
+    json_t *wide = json_pack("[{s:s}]", "uriTemplate", "files://{+path}");
+    json_t *exact = json_pack("[{s:s},{s:s}]", "uri", "files://secret/a.txt", "uri", "mine://1");
+    json_t *own = json_pack("[{s:s}]", "uriTemplate", "mine://{x}");
+    struct mx_uri_source before[2] = {{NULL, wide}, {exact, own}};
+    struct mx_uri_source after[2] = {{exact, own}, {NULL, wide}};
+    struct mx_uriroute_result res;
+
+    struct mx_uriroute *r = mx_uriroute_new(before, 2);
+    mx_uriroute_find(r, MX_STR_LIT("files://secret/a.txt"), &res);
+    assert_int_equal(res.cnt, 2);
+    assert_int_equal(res.cands[0], 0);
+    assert_int_equal(res.cands[1], 1);
+    mx_uriroute_find(r, MX_STR_LIT("mine://1"), &res);
+    assert_int_equal(res.cnt, 1);
+    assert_int_equal(res.cands[0], 1);
+    mx_uriroute_find(r, MX_STR_LIT("files://elsewhere"), &res);
+    assert_int_equal(res.how, MX_URIROUTE_TEMPLATE);
+    assert_int_equal(res.cnt, 1);
+    assert_int_equal(res.cands[0], 0);
+    mx_uriroute_free(r);
+
+    r = mx_uriroute_new(after, 2);
+    mx_uriroute_find(r, MX_STR_LIT("files://secret/a.txt"), &res);
+    assert_int_equal(res.cnt, 2);
+    assert_int_equal(res.cands[0], 0);
+    assert_int_equal(res.cands[1], 1);
+    mx_uriroute_free(r);
+    json_decref(wide);
+    json_decref(exact);
+    json_decref(own);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uriroute_template_match),
         cmocka_unit_test(test_uriroute_long_uri),
         cmocka_unit_test(test_uriroute_find),
+        cmocka_unit_test(test_uriroute_exact_meets_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
