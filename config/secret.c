@@ -246,6 +246,21 @@ const char *mx_secret_ref_check(const char *ref)
            "cmd:COMMAND";
 }
 
+const char *mx_secret_ref_show(const char *ref, char *out, size_t cap)
+{
+    if (mx_secret_ref_check(ref) != NULL) {
+        snprintf(out, cap, "(not a secret reference)");
+        return out;
+    }
+    if (!has_prefix(ref, "cmd:")) {
+        snprintf(out, cap, "%s", ref);
+        return out;
+    }
+    const char *prog = ref + 4 + strspn(ref + 4, " \t");
+    snprintf(out, cap, "cmd:%.*s", (int)strcspn(prog, " \t"), prog);
+    return out;
+}
+
 const char *mx_secret_value_check(const char *p, size_t len)
 {
     if (len == 0)
@@ -588,19 +603,22 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
     int rc;
 
     *out = NULL;
+    /* Messages name the reference as shown, never a cmd:'s arguments. */
+    char shown[256];
     const char *why = mx_secret_ref_check(ref);
+    mx_secret_ref_show(ref, shown, sizeof(shown));
     if (why) {
-        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref ? ref : "(none)", why);
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", shown, why);
         return MX_EINVAL;
     }
     if (has_prefix(ref, "vault:"))
-        return from_vault(ref, ref + 6, vault_path, out, diag);
+        return from_vault(shown, ref + 6, vault_path, out, diag);
     if (has_prefix(ref, "env:"))
-        rc = from_env(ref, ref + 4, &buf, &len, diag);
+        rc = from_env(shown, ref + 4, &buf, &len, diag);
     else if (has_prefix(ref, "file:"))
-        rc = from_file(ref, ref + 5, &buf, &len, diag);
+        rc = from_file(shown, ref + 5, &buf, &len, diag);
     else
-        rc = from_cmd(ref, ref + 4, &buf, &len, diag);
+        rc = from_cmd(shown, ref + 4, &buf, &len, diag);
     if (rc)
         return rc;
     /* Files and commands end their output with a line break; one is not part of the value. */
@@ -612,7 +630,7 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
     }
     why = mx_secret_value_check(buf, vlen);
     if (why) {
-        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", shown, why);
         rc = MX_EINVAL;
     } else {
         *out = mx_secret_new(buf, vlen);
