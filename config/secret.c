@@ -426,6 +426,8 @@ static int spawn(char **argv, int out_fd, pid_t *pid)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    /* nothing of the process that resolves (a running mcplex on reload) */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigemptyset(&deflt);

@@ -588,6 +588,9 @@ int mx_child_start(struct ev_loop *loop, const struct mx_child_opts *o,
     posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
     if (o->cwd)
         posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
+    /* 0, 1 and 2 only: whatever mcplex holds or inherited without
+     * close-on-exec stays behind */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
     /* its own process group, so closing ends it and all it started; signals
      * as a fresh process has them (mcplex ignores SIGPIPE) */

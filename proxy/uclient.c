@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 #include <ev.h>
@@ -827,12 +828,24 @@ static int build_headers(struct mx_ureq *u, const struct mx_ureq_opts *o)
     return 0;
 }
 
+/* libcurl's own socket() leaves the descriptor open across exec: a stdio
+ * upstream, wake hook or cmd: secret would inherit every upstream
+ * connection. */
+static curl_socket_t open_socket_cb(void *data, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    (void)data;
+    (void)purpose;
+    int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
 {
     CURL *e = u->easy;
     CURLcode rc = CURLE_OK;
     SETOPT(rc, e, CURLOPT_URL, o->url);
     SETOPT(rc, e, CURLOPT_PRIVATE, (void *)u);
+    SETOPT(rc, e, CURLOPT_OPENSOCKETFUNCTION, open_socket_cb);
     SETOPT(rc, e, CURLOPT_ERRORBUFFER, u->errbuf);
     SETOPT(rc, e, CURLOPT_NOSIGNAL, 1L);
     SETOPT(rc, e, CURLOPT_TCP_NODELAY, 1L);
