@@ -1239,6 +1239,18 @@ const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const 
     return NULL;
 }
 
+void mx_config_redact(const struct mx_config *cfg, char *p, size_t len)
+{
+    for (size_t i = 0; i < cfg->server_cnt; i++) {
+        const struct mx_server_cfg *s = &cfg->servers[i];
+        mx_secret_redact(s->secret, p, len);
+        /* a stdio upstream's secrets reach it through its environment */
+        for (size_t j = 0; s->env_secret && j < s->env.cnt; j++)
+            mx_secret_redact(s->env_secret[j], p, len);
+    }
+    mx_secret_redact(cfg->listen.client_token, p, len);
+}
+
 static const char *home_dir(void)
 {
     const char *home = getenv("HOME");

@@ -85,8 +85,11 @@ char *mx_secret_env_new(const struct mx_secret *s, const char *name);
 void mx_secret_wipe_free(char *p);
 
 /*
- * Overwrite every occurrence of the secret's value in |p|,|len| with '*'.
- * Returns the number of occurrences replaced.
+ * Overwrite every occurrence of the secret's value in |p|,|len| with '*':
+ * the raw bytes, and any JSON-escaped form of them (RFC 8259 §7: \" \\
+ * \/ \b \f \n \r \t \uXXXX, mixed with raw bytes), as it appears inside a
+ * JSON string a peer sent or a JSON log line. Returns the number of
+ * occurrences replaced.
  */
 size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len);
 

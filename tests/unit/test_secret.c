@@ -343,6 +343,41 @@ static void test_secret_redact(void **state)
     mx_secret_free(s);
 }
 
+/* Every JSON-escaped form of a value with '"', '\\', a tab and a control
+ * byte is masked too, as jansson, node or a hostile peer would write it. */
+static void test_secret_redact_json_escaped(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"raw a\"b\\c\td\001e.", "raw *********."},
+        {"jansson \"a\\\"b\\\\c\\td\\u0001e\"", "jansson \"*****************\""},
+        {"node a\\\"b\\\\c\\td\\u0001e", "node *****************"},
+        {"upper a\\u0022b\\u005Cc\\u0009d\\u0001e", "upper *****************************"},
+        {"all \\u0061\\u0022\\u0062\\u005c\\u0063\\u0009\\u0064\\u0001\\u0065!",
+         "all ******************************************************!"},
+        {"cut a\\\"b\\\\c\\td\\u000", "cut a\\\"b\\\\c\\td\\u000"},
+        {"other a\\\"b\\\\c\\td\\u0002e", "other a\\\"b\\\\c\\td\\u0002e"},
+    };
+    struct mx_secret *s = mx_secret_new("a\"b\\c\td\001e", 9);
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *buf = strdup(cases[i].text);
+        size_t n = mx_secret_redact(s, buf, strlen(buf));
+        if (strcmp(buf, cases[i].want) != 0)
+            fail_msg("case %zu: %s (%zu masked)", i, buf, n);
+        assert_int_equal(n, strcmp(cases[i].text, cases[i].want) != 0 ? 1 : 0);
+        free(buf);
+    }
+    mx_secret_free(s);
+    /* non-ASCII through \\u and a surrogate pair */
+    s = mx_secret_new("\xc3\xa9\xf0\x9f\x98\x80", 6);
+    char pair[] = "x\\u00e9\\ud83d\\ude00y";
+    assert_int_equal(mx_secret_redact(s, pair, strlen(pair)), 1);
+    assert_string_equal(pair, "x******************y");
+    mx_secret_free(s);
+}
+
 static void test_secret_ref_show(void **state)
 {
     static const struct {
@@ -440,6 +475,7 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_env_new, no_leaks),
         cmocka_unit_test_teardown(test_secret_redact, no_leaks),
         cmocka_unit_test_teardown(test_secret_equal, no_leaks),
+        cmocka_unit_test_teardown(test_secret_redact_json_escaped, no_leaks),
         cmocka_unit_test_teardown(test_secret_ref_show, no_leaks),
         cmocka_unit_test_teardown(test_secret_cmd_arguments_not_shown, no_leaks),
         cmocka_unit_test_teardown(test_secret_protect_process, no_leaks),
