@@ -80,7 +80,8 @@ static void check_ref(const struct mx_config *cfg, const struct mx_server_cfg *s
     memset(&d, 0, sizeof(d));
     t->refs++;
     if (mx_config_resolve_ref(cfg, srv, env_idx, &sec, &d) == 0) {
-        printf("  %s%s: resolved\n", label, ref);
+        char shown[256];
+        printf("  %s%s: resolved\n", label, mx_secret_ref_show(ref, shown, sizeof(shown)));
         mx_secret_free(sec);
         return;
     }

@@ -88,6 +88,36 @@ static const char *show(const char *s, char *buf, size_t cap)
     return buf;
 }
 
+/*
+ * Keys whose value may hold a secret: a literal token where a reference
+ * belongs, user:password@ in a URL, NAME=<literal> in env, a key among a
+ * command's arguments. No message quotes their values.
+ */
+static bool is_secret_bearing(const char *key)
+{
+    static const char *const keys[] = {"client_token", "secret",  "url", "env",
+                                       "wake",         "command", NULL};
+    for (size_t i = 0; keys[i]; i++) {
+        if (strcmp(key, keys[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The one place a message quotes a config value: "'key': \"value\": why",
+ * or "'key': why" when |key| is secret-bearing. /health shows reload
+ * failures to anyone who asks, and logs and terminals keep what they see.
+ */
+static int err_value(struct ctx *c, int line, int col, const char *key, const char *value,
+                     const char *why)
+{
+    char buf[96];
+    if (is_secret_bearing(key))
+        return err_at(c, line, col, "'%s': %s (the value is not shown)", key, why);
+    return err_at(c, line, col, "'%s': \"%s\": %s", key, show(value, buf, sizeof(buf)), why);
+}
+
 static bool before(int l1, int c1, int l2, int c2)
 {
     return l1 < l2 || (l1 == l2 && c1 < c2);
@@ -355,7 +385,6 @@ static void strv_clear(struct mx_strv *v)
 static int get_strv(struct ctx *c, const struct mx_toml_entry *e, size_t min_cnt,
                     const char *(*check)(const char *), struct mx_strv *out)
 {
-    char buf[96];
     int rc = want(c, e, MX_TOML_ARRAY);
     if (rc)
         return rc;
@@ -368,8 +397,7 @@ static int get_strv(struct ctx *c, const struct mx_toml_entry *e, size_t min_cnt
         const struct mx_toml_value *it = &e->val.items[i];
         const char *why = check ? check(it->str) : NULL;
         if (why)
-            return err_at(c, it->line, it->col, "'%s': \"%s\": %s", e->key,
-                          show(it->str, buf, sizeof(buf)), why);
+            return err_value(c, it->line, it->col, e->key, it->str, why);
     }
     strv_clear(out);
     out->v = mx_xcalloc(e->val.item_cnt ? e->val.item_cnt : 1, sizeof(char *));
@@ -382,14 +410,12 @@ static int get_strv(struct ctx *c, const struct mx_toml_entry *e, size_t min_cnt
 static int get_str(struct ctx *c, const struct mx_toml_entry *e, const char *(*check)(const char *),
                    char **out)
 {
-    char buf[96];
     int rc = want(c, e, MX_TOML_STRING);
     if (rc)
         return rc;
     const char *why = check ? check(e->val.str) : check_nonempty(e->val.str);
     if (why)
-        return err_at(c, e->val.line, e->val.col, "'%s': \"%s\": %s", e->key,
-                      show(e->val.str, buf, sizeof(buf)), why);
+        return err_value(c, e->val.line, e->val.col, e->key, e->val.str, why);
     free(*out);
     *out = mx_xstrdup(e->val.str);
     return 0;
@@ -422,7 +448,6 @@ static int get_int(struct ctx *c, const struct mx_toml_entry *e, int64_t min, in
 
 static int get_duration(struct ctx *c, const struct mx_toml_entry *e, int64_t min_ms, int64_t *out)
 {
-    char buf[96];
     if (e->val.type != MX_TOML_STRING)
         return err_at(c, val_line(e), val_col(e),
                       "'%s' must be a duration string such as \"30s\", not %s", e->key,
@@ -432,10 +457,8 @@ static int get_duration(struct ctx *c, const struct mx_toml_entry *e, int64_t mi
     if (rc == MX_ELIMIT)
         return err_at(c, e->val.line, e->val.col, "'%s' must be at most 24h", e->key);
     if (rc)
-        return err_at(c, e->val.line, e->val.col,
-                      "'%s': \"%s\" is not a duration; use a number with ms, s, m or h, "
-                      "e.g. \"30s\"",
-                      e->key, show(e->val.str, buf, sizeof(buf)));
+        return err_value(c, e->val.line, e->val.col, e->key, e->val.str,
+                         "is not a duration; use a number with ms, s, m or h, e.g. \"30s\"");
     if (ms < min_ms)
         return err_at(c, e->val.line, e->val.col, "'%s' must be more than 0", e->key);
     *out = ms;
@@ -445,7 +468,7 @@ static int get_duration(struct ctx *c, const struct mx_toml_entry *e, int64_t mi
 static int get_enum(struct ctx *c, const struct mx_toml_entry *e, const char *const *names,
                     int *out)
 {
-    char list[128], buf[96];
+    char list[160];
     size_t n = 0;
     int rc = want(c, e, MX_TOML_STRING);
     if (rc)
@@ -456,11 +479,10 @@ static int get_enum(struct ctx *c, const struct mx_toml_entry *e, const char *co
             return 0;
         }
     }
-    list[0] = '\0';
-    for (int i = 0; names[i]; i++)
+    n = (size_t)snprintf(list, sizeof(list), "must be one of ");
+    for (int i = 0; names[i] && n < sizeof(list); i++)
         n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", names[i]);
-    return err_at(c, e->val.line, e->val.col, "'%s' must be one of %s; got \"%s\"", e->key, list,
-                  show(e->val.str, buf, sizeof(buf)));
+    return err_value(c, e->val.line, e->val.col, e->key, e->val.str, list);
 }
 
 /* ---- sections ---- */
@@ -633,7 +655,7 @@ static bool is_reserved_header(const char *name)
 static int set_auth(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
     struct mx_server_cfg *s = obj;
-    char buf[96];
+    char why[96];
     int rc = want(c, e, MX_TOML_STRING);
     if (rc)
         return rc;
@@ -650,21 +672,20 @@ static int set_auth(struct ctx *c, const struct mx_toml_entry *e, void *obj)
         s->auth = MX_AUTH_HEADER;
         name = v + 7;
     } else {
-        return err_at(c, e->val.line, e->val.col,
-                      "'auth' must be bearer, cookie:NAME, header:NAME or none; got \"%s\"",
-                      show(v, buf, sizeof(buf)));
+        return err_value(c, e->val.line, e->val.col, e->key, v,
+                         "must be bearer, cookie:NAME, header:NAME or none");
     }
     free(s->auth_name);
     s->auth_name = NULL;
     if (name == NULL)
         return 0;
-    if (!is_token(name))
-        return err_at(
-            c, e->val.line, e->val.col, "'auth': \"%s\" is not a valid %s name (RFC 9110 token)",
-            show(name, buf, sizeof(buf)), s->auth == MX_AUTH_COOKIE ? "cookie" : "header");
+    if (!is_token(name)) {
+        snprintf(why, sizeof(why), "not a valid %s name (RFC 9110 token)",
+                 s->auth == MX_AUTH_COOKIE ? "cookie" : "header");
+        return err_value(c, e->val.line, e->val.col, e->key, v, why);
+    }
     if (s->auth == MX_AUTH_HEADER && is_reserved_header(name))
-        return err_at(c, e->val.line, e->val.col, "'auth': mcplex sets the %s header itself",
-                      show(name, buf, sizeof(buf)));
+        return err_value(c, e->val.line, e->val.col, e->key, v, "mcplex sets this header itself");
     s->auth_name = mx_xstrdup(name);
     return 0;
 }
@@ -815,10 +836,9 @@ static int finish_listen(struct ctx *c, const struct mx_toml_table *t, struct co
     check_authority(l->address, (size_t)(addr - l->address), 0, &host);
     e = mx_toml_find(t, "address");
     if (!l->allow_remote && !is_loopback_host(host) && e)
-        return err_at(c, e->val.line, e->val.col,
-                      "'address' %s is not a loopback address; set allow_remote = true to "
-                      "accept clients from other machines",
-                      l->address);
+        return err_value(c, e->val.line, e->val.col, e->key, l->address,
+                         "not a loopback address; set allow_remote = true to accept clients "
+                         "from other machines");
     const struct mx_toml_entry *cert = mx_toml_find(t, "cert");
     const struct mx_toml_entry *key = mx_toml_find(t, "key");
     if ((cert == NULL) != (key == NULL)) {
@@ -901,8 +921,8 @@ static int finish_server(struct ctx *c, const struct mx_toml_entry *se, struct m
             return err_at(c, secret->line, secret->col,
                           "'secret' is set but auth = \"none\"; remove one of them");
         if (s->auth != MX_AUTH_NONE && !secret)
-            return err_at(c, auth->val.line, auth->val.col, "auth = \"%s\" needs a 'secret'",
-                          auth->val.str);
+            return err_value(c, auth->val.line, auth->val.col, auth->key, auth->val.str,
+                             "needs a 'secret'");
     }
     if (secret) {
         sp->secret.line = secret->val.line;
@@ -1223,6 +1243,18 @@ const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const 
             return &cfg->servers[i];
     }
     return NULL;
+}
+
+void mx_config_redact(const struct mx_config *cfg, char *p, size_t len)
+{
+    for (size_t i = 0; i < cfg->server_cnt; i++) {
+        const struct mx_server_cfg *s = &cfg->servers[i];
+        mx_secret_redact(s->secret, p, len);
+        /* a stdio upstream's secrets reach it through its environment */
+        for (size_t j = 0; s->env_secret && j < s->env.cnt; j++)
+            mx_secret_redact(s->env_secret[j], p, len);
+    }
+    mx_secret_redact(cfg->listen.client_token, p, len);
 }
 
 static const char *home_dir(void)

@@ -159,6 +159,13 @@ void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
 /* Find a server by name; NULL if absent. */
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
 
+/*
+ * Mask in |p|,|len| every resolved secret |cfg| holds (client token,
+ * upstream secrets, stdio env secrets) in every form mx_secret_redact
+ * knows. The one redaction of config secrets, for the trace and the log.
+ */
+void mx_config_redact(const struct mx_config *cfg, char *p, size_t len);
+
 /* Expand a leading "~/" with $HOME; returns a new string. */
 char *mx_path_expand(const char *path);
 

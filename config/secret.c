@@ -26,6 +26,7 @@
 #include "model.h"
 #include "secret.h"
 #include "secret_int.h"
+#include "utf8.h"
 #include "vault.h"
 
 #define MX_SECRET_CMD_TIMEOUT_MS 5000
@@ -175,6 +176,78 @@ void mx_secret_wipe_free(char *p)
     free(p);
 }
 
+/* The 4 hex digits of a \u escape at |p|, or -1. */
+static long hex4(const char *p, size_t len)
+{
+    long v = 0;
+    if (len < 4)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        int h = mx_hex_digit(p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/*
+ * Decodes one JSON string character (RFC 8259 §7) at |p|: a raw byte, or
+ * an escape, \uXXXX and surrogate pairs included. Its UTF-8 goes to
+ * |out|; returns the bytes consumed, or 0 for a malformed escape.
+ */
+static size_t json_char(const char *p, size_t len, unsigned char *out, size_t *out_len)
+{
+    static const char from[] = "\"\\/bfnrt";
+    static const char to[] = "\"\\/\b\f\n\r\t";
+    *out_len = 1;
+    if (p[0] != '\\') {
+        out[0] = (unsigned char)p[0];
+        return 1;
+    }
+    if (len < 2)
+        return 0;
+    const char *e = p[1] ? strchr(from, p[1]) : NULL;
+    if (e) {
+        out[0] = (unsigned char)to[e - from];
+        return 2;
+    }
+    if (p[1] != 'u')
+        return 0;
+    long cp = hex4(p + 2, len - 2);
+    size_t used = 6;
+    if (cp < 0)
+        return 0;
+    if (cp >= 0xd800 && cp <= 0xdbff && len >= 12 && p[6] == '\\' && p[7] == 'u') {
+        long lo = hex4(p + 8, len - 8);
+        if (lo >= 0xdc00 && lo <= 0xdfff) {
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            used = 12;
+        }
+    }
+    *out_len = mx_utf8_put((uint32_t)cp, out);
+    return used;
+}
+
+/* The length of a JSON-escaped form of the secret (any mix of raw bytes
+ * and escapes) starting at |p|, or 0. */
+static size_t escaped_match(const struct mx_secret *s, const char *p, size_t len)
+{
+    size_t i = 0, j = 0;
+    while (j < s->len) {
+        unsigned char ch[4];
+        size_t n;
+        if (i >= len)
+            return 0;
+        size_t used = json_char(p + i, len - i, ch, &n);
+        if (used == 0 || n > s->len - j || memcmp(ch, s->p + j, n) != 0)
+            return 0;
+        i += used;
+        j += n;
+    }
+    return i;
+}
+
 size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len)
 {
     size_t n = 0, off = 0;
@@ -187,6 +260,18 @@ size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len)
         memset(hit, '*', s->len);
         n++;
         off = (size_t)(hit - p) + s->len;
+    }
+    /* The same value inside a JSON string: '"' as \", a control byte as
+     * \u0001 or \t, or any byte as \uXXXX, as a peer may have escaped it. */
+    for (off = 0; off < len;) {
+        size_t m = (p[off] == s->p[0] || p[off] == '\\') ? escaped_match(s, p + off, len - off) : 0;
+        if (m == 0) {
+            off++;
+            continue;
+        }
+        memset(p + off, '*', m);
+        n++;
+        off += m;
     }
     return n;
 }
@@ -244,6 +329,21 @@ const char *mx_secret_ref_check(const char *ref)
     }
     return "unknown kind of secret reference; use vault:NAME, env:NAME, file:PATH or "
            "cmd:COMMAND";
+}
+
+const char *mx_secret_ref_show(const char *ref, char *out, size_t cap)
+{
+    if (mx_secret_ref_check(ref) != NULL) {
+        snprintf(out, cap, "(not a secret reference)");
+        return out;
+    }
+    if (!has_prefix(ref, "cmd:")) {
+        snprintf(out, cap, "%s", ref);
+        return out;
+    }
+    const char *prog = ref + 4 + strspn(ref + 4, " \t");
+    snprintf(out, cap, "cmd:%.*s", (int)strcspn(prog, " \t"), prog);
+    return out;
 }
 
 const char *mx_secret_value_check(const char *p, size_t len)
@@ -411,6 +511,8 @@ static int spawn(char **argv, int out_fd, pid_t *pid)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    /* nothing of the process that resolves (a running mcplex on reload) */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
     sigemptyset(&none);
     sigemptyset(&deflt);
@@ -588,19 +690,22 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
     int rc;
 
     *out = NULL;
+    /* Messages name the reference as shown, never a cmd:'s arguments. */
+    char shown[256];
     const char *why = mx_secret_ref_check(ref);
+    mx_secret_ref_show(ref, shown, sizeof(shown));
     if (why) {
-        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref ? ref : "(none)", why);
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", shown, why);
         return MX_EINVAL;
     }
     if (has_prefix(ref, "vault:"))
-        return from_vault(ref, ref + 6, vault_path, out, diag);
+        return from_vault(shown, ref + 6, vault_path, out, diag);
     if (has_prefix(ref, "env:"))
-        rc = from_env(ref, ref + 4, &buf, &len, diag);
+        rc = from_env(shown, ref + 4, &buf, &len, diag);
     else if (has_prefix(ref, "file:"))
-        rc = from_file(ref, ref + 5, &buf, &len, diag);
+        rc = from_file(shown, ref + 5, &buf, &len, diag);
     else
-        rc = from_cmd(ref, ref + 4, &buf, &len, diag);
+        rc = from_cmd(shown, ref + 4, &buf, &len, diag);
     if (rc)
         return rc;
     /* Files and commands end their output with a line break; one is not part of the value. */
@@ -612,7 +717,7 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
     }
     why = mx_secret_value_check(buf, vlen);
     if (why) {
-        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", shown, why);
         rc = MX_EINVAL;
     } else {
         *out = mx_secret_new(buf, vlen);

@@ -36,6 +36,17 @@ enum mx_auth_kind {
 int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
                       struct mx_diag *diag);
 
+/*
+ * |ref| as mcplex shows it wherever it names a reference (errors to
+ * clients, /health, `mcplex check`, logs): its kind and name
+ * ("vault:files", "env:TOKEN", "file:/path"), and for "cmd:" the program
+ * alone ("cmd:pass"), never the arguments, which may hold a key. Anything
+ * that is not a well-formed reference may be a literal secret and shows as
+ * "(not a secret reference)". Writes at most |cap| bytes (NUL included)
+ * to |out| and returns |out|.
+ */
+const char *mx_secret_ref_show(const char *ref, char *out, size_t cap);
+
 /* Wrap |len| bytes of |p| (copied) as a secret; used by tests and the vault. */
 struct mx_secret *mx_secret_new(const char *p, size_t len);
 
@@ -74,8 +85,11 @@ char *mx_secret_env_new(const struct mx_secret *s, const char *name);
 void mx_secret_wipe_free(char *p);
 
 /*
- * Overwrite every occurrence of the secret's value in |p|,|len| with '*'.
- * Returns the number of occurrences replaced.
+ * Overwrite every occurrence of the secret's value in |p|,|len| with '*':
+ * the raw bytes, and any JSON-escaped form of them (RFC 8259 §7: \" \\
+ * \/ \b \f \n \r \t \uXXXX, mixed with raw bytes), as it appears inside a
+ * JSON string a peer sent or a JSON log line. Returns the number of
+ * occurrences replaced.
  */
 size_t mx_secret_redact(const struct mx_secret *s, char *p, size_t len);
 

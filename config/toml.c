@@ -14,6 +14,7 @@
 #include "log.h"
 #include "num.h"
 #include "toml.h"
+#include "utf8.h"
 
 struct parser {
     const char *file;
@@ -371,39 +372,9 @@ static void sb_add(struct strbuf *b, const char *p, size_t n)
 
 static void sb_add_utf8(struct strbuf *b, uint32_t cp)
 {
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xc0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xe0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[2] = (char)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        u[0] = (char)(0xf0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-        u[3] = (char)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    sb_add(b, u, n);
-}
-
-static int hex_val(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    unsigned char u[4];
+    size_t n = mx_utf8_put(cp, u);
+    sb_add(b, (const char *)u, n);
 }
 
 /* At the backslash; appends the escaped character. */
@@ -438,7 +409,7 @@ static int parse_escape(struct parser *ps, struct strbuf *b, int open_line, int 
         size_t digits = e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (size_t i = 1; i <= digits; i++) {
-            int h = hex_val(peek_at(ps, i));
+            int h = mx_hex_digit(peek_at(ps, i));
             if (h < 0)
                 return fail_at(ps, line, col, "invalid \\%c escape: expected %zu hex digits", e,
                                digits);

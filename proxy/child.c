@@ -77,8 +77,6 @@ struct mx_child {
     size_t max_line;
     struct mx_linebuf err_lb;
 
-    struct mx_secret *const *redact;
-    size_t redact_cnt;
     double err_tokens;
     ev_tstamp err_at;
     unsigned long err_suppressed;
@@ -237,19 +235,12 @@ static void log_err_line(struct mx_child *c, struct mx_str line)
                     c->err_suppressed, ERR_RATE);
         c->err_suppressed = 0;
     }
-    char text[ERR_LINE_MAX + 1];
+    /* The log masks secrets and escapes control bytes (log.h); a NUL
+     * ends the line there. */
     size_t n = line.len < ERR_LINE_MAX ? line.len : ERR_LINE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)line.p[i];
-        /* no terminal escapes or fake log lines from a child */
-        text[i] = (ch < 0x20 && ch != '\t') || ch == 0x7f ? '?' : (char)ch;
-    }
-    text[n] = '\0';
-    for (size_t i = 0; i < c->redact_cnt; i++)
-        mx_secret_redact(c->redact[i], text, n);
     if (n == 0)
         return;
-    mx_log_info(SUBSYS, "[%s] %s", c->name, text);
+    mx_log_info(SUBSYS, "[%s] %.*s", c->name, (int)n, line.p);
 }
 
 static void drain_err_lines(struct mx_child *c)
@@ -588,6 +579,9 @@ int mx_child_start(struct ev_loop *loop, const struct mx_child_opts *o,
     posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
     if (o->cwd)
         posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
+    /* 0, 1 and 2 only: whatever mcplex holds or inherited without
+     * close-on-exec stays behind */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&attr);
     /* its own process group, so closing ends it and all it started; signals
      * as a fresh process has them (mcplex ignores SIGPIPE) */
@@ -626,8 +620,6 @@ int mx_child_start(struct ev_loop *loop, const struct mx_child_opts *o,
     c->out_fd = outp[0];
     c->err_fd = errp[0];
     c->max_line = o->max_line;
-    c->redact = o->redact;
-    c->redact_cnt = o->redact_cnt;
     c->err_tokens = ERR_BURST;
     c->err_at = ev_now(loop);
     mx_buf_init(&c->in_q, o->in_cap);

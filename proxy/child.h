@@ -5,10 +5,9 @@
  * environment it is given and nothing else; stdin, stdout and stderr are
  * non-blocking pipes watched by libev. stdout is cut into lines (linebuf.h)
  * handed to the owner, with a pause for backpressure; stderr goes to
- * mcplex's log line by line as "[name] ...", rate-limited, cleaned of
- * control bytes and of the secrets it is told to redact, never to the
- * owner; stdin gets whole lines from a queue with a cap. The exit is seen
- * with ev_child (libev's default loop reaps it). Closing ends stdin, then
+ * mcplex's log line by line as "[name] ...", rate-limited (the log masks
+ * secrets and escapes control bytes), never to the owner; stdin gets whole lines from a queue with
+ * a cap. The exit is seen with ev_child (libev's default loop reaps it). Closing ends stdin, then
  * sends SIGTERM to the process group and SIGKILL after a grace period.
  *
  * It knows nothing of JSON-RPC or MCP.
@@ -28,14 +27,12 @@
 struct mx_child;
 
 struct mx_child_opts {
-    const char *name;                /* upstream name: the "[name]" of its stderr lines; copied */
-    char *const *argv;               /* argv[0] is searched in mcplex's PATH when it has no '/' */
-    const char *cwd;                 /* NULL: mcplex's */
-    char *const *envp;               /* the whole environment (childenv.h) */
-    size_t max_line;                 /* longest stdout line kept; longer ones are dropped */
-    size_t in_cap;                   /* bytes queued for stdin at most */
-    struct mx_secret *const *redact; /* blanked out of stderr lines; borrowed, */
-    size_t redact_cnt;               /* must outlive the child */
+    const char *name;  /* upstream name: the "[name]" of its stderr lines; copied */
+    char *const *argv; /* argv[0] is searched in mcplex's PATH when it has no '/' */
+    const char *cwd;   /* NULL: mcplex's */
+    char *const *envp; /* the whole environment (childenv.h) */
+    size_t max_line;   /* longest stdout line kept; longer ones are dropped */
+    size_t in_cap;     /* bytes queued for stdin at most */
 };
 
 struct mx_child_cbs {

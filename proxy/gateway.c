@@ -113,6 +113,16 @@ static void on_request(struct mx_req *req, void *data)
     mx_gateway_error(req, 404, "not found");
 }
 
+/* The log's redaction: every secret of every config generation in use. */
+static void log_redact(char *msg, size_t len, void *data)
+{
+    const struct mx_gateway *gw = data;
+    for (const struct mx_cfg_gen *g = gw->gens; g; g = g->next) {
+        if (g->cfg)
+            mx_config_redact(g->cfg, msg, len);
+    }
+}
+
 static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cfg, bool bind,
                                       struct mx_diag *diag)
 {
@@ -124,6 +134,7 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     gw->cfg = cfg;
     gw->gens = mx_xcalloc(1, sizeof(*gw->gens));
     gw->gens->cfg = cfg;
+    mx_log_set_redact(log_redact, gw);
     gw->started = time(NULL);
     /* The configured listen name is accepted as Host besides loopback names. */
     const char *a = cfg->listen.address;
@@ -205,6 +216,8 @@ void mx_gateway_free(struct mx_gateway *gw)
     mx_metrics_free(gw->metrics);
     free(gw->upstreams);
     free(gw->listen_host);
+    /* the last log lines of the teardown above are still redacted */
+    mx_log_set_redact(NULL, NULL);
     while (gw->gens) {
         struct mx_cfg_gen *g = gw->gens;
         gw->gens = g->next;

@@ -53,25 +53,12 @@ void mx_trace_remove_config(struct mx_trace *t, const struct mx_config *cfg)
     }
 }
 
-static void redact_one(const struct mx_config *cfg, char *p, size_t len)
-{
-    for (size_t i = 0; i < cfg->server_cnt; i++) {
-        if (cfg->servers[i].secret)
-            mx_secret_redact(cfg->servers[i].secret, p, len);
-        /* a stdio upstream's secrets reach it through its environment */
-        for (size_t j = 0; cfg->servers[i].env_secret && j < cfg->servers[i].env.cnt; j++)
-            mx_secret_redact(cfg->servers[i].env_secret[j], p, len);
-    }
-    if (cfg->listen.client_token)
-        mx_secret_redact(cfg->listen.client_token, p, len);
-}
-
 /* The one place trace text is cleaned: every secret mcplex holds, in every
  * config generation that is still in use. */
 static void redact(const struct mx_trace *t, char *p, size_t len)
 {
     for (size_t i = 0; i < t->cfg_cnt; i++)
-        redact_one(t->cfgs[i], p, len);
+        mx_config_redact(t->cfgs[i], p, len);
 }
 
 void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const char *session,

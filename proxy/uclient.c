@@ -348,6 +348,9 @@ static void pools_settle(struct mx_uclient *c)
     }
 }
 
+/* Every upstream socket: libcurl's own socket() leaves the descriptor open
+ * across exec, so a stdio upstream, wake hook or cmd: secret would inherit
+ * every upstream connection. |clientp| is the pool that counts it, or NULL. */
 static curl_socket_t open_sock(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
     struct mx_upool *p = clientp;
@@ -355,6 +358,8 @@ static curl_socket_t open_sock(void *clientp, curlsocktype purpose, struct curl_
     int fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
     if (fd < 0)
         return CURL_SOCKET_BAD;
+    if (p == NULL)
+        return fd;
     p->conns++;
     held_note(p);
     return fd;
@@ -432,7 +437,6 @@ static int pool_join(struct mx_ureq *u, struct mx_upool *p)
     }
     CURLcode rc = CURLE_OK;
     SETOPT(rc, u->easy, CURLOPT_SHARE, p->share);
-    SETOPT(rc, u->easy, CURLOPT_OPENSOCKETFUNCTION, open_sock);
     SETOPT(rc, u->easy, CURLOPT_OPENSOCKETDATA, (void *)p);
     SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETFUNCTION, close_sock);
     SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETDATA, (void *)p);
@@ -1071,6 +1075,8 @@ static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
     CURLcode rc = CURLE_OK;
     SETOPT(rc, e, CURLOPT_URL, o->url);
     SETOPT(rc, e, CURLOPT_PRIVATE, (void *)u);
+    SETOPT(rc, e, CURLOPT_OPENSOCKETFUNCTION, open_sock);
+    SETOPT(rc, e, CURLOPT_OPENSOCKETDATA, NULL);
     SETOPT(rc, e, CURLOPT_ERRORBUFFER, u->errbuf);
     SETOPT(rc, e, CURLOPT_NOSIGNAL, 1L);
     SETOPT(rc, e, CURLOPT_TCP_NODELAY, 1L);

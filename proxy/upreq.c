@@ -60,12 +60,13 @@ void mx_upreq_hdrs_clear(struct mx_upreq_hdrs *h)
 static void check_hint(const struct mx_server_cfg *cfg, char *out, size_t cap)
 {
     const char *ref = cfg->secret_ref;
+    char shown[256];
     if (ref == NULL)
         snprintf(out, cap, "no secret is configured for it");
     else if (strncmp(ref, "vault:", 6) == 0)
         snprintf(out, cap, "check vault entry %s", ref + 6);
     else
-        snprintf(out, cap, "check the secret %s", ref);
+        snprintf(out, cap, "check the secret %s", mx_secret_ref_show(ref, shown, sizeof(shown)));
 }
 
 void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)

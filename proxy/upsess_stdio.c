@@ -264,9 +264,6 @@ static void start_child(struct ss *s)
     o.envp = env.envp;
     o.max_line = LINE_CAP;
     o.in_cap = IN_CAP;
-    /* its own secrets are the only ones it holds, hence could print */
-    o.redact = cfg->env_secret;
-    o.redact_cnt = cfg->env.cnt;
     int rc = mx_child_start(s->env->loop, &o, &child_cbs, s, &s->child, why, sizeof(why));
     free(argv);
     mx_childenv_clear(&env);

@@ -105,6 +105,7 @@ static int run_cmd(struct mx_wake_hook *h, const char *cmd)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&fa);

@@ -13,6 +13,8 @@
 static enum mx_log_level cur_level = MX_LOG_INFO;
 static enum mx_log_format cur_format = MX_LOG_TEXT;
 static enum mx_log_level access_level = MX_LOG_DEBUG;
+static mx_log_redact_cb redact_cb;
+static void *redact_data;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -56,6 +58,12 @@ int mx_log_format_parse(const char *s, enum mx_log_format *out)
     else
         return MX_EINVAL;
     return 0;
+}
+
+void mx_log_set_redact(mx_log_redact_cb cb, void *data)
+{
+    redact_cb = cb;
+    redact_data = data;
 }
 
 void mx_log_set_access(bool on)
@@ -110,6 +118,44 @@ static void json_escape_to(FILE *f, const char *s)
     }
 }
 
+/*
+ * A text line's message: control characters (C0, DEL and, in UTF-8, C1)
+ * as \n, \r, \t or \xNN, so that a tool name or an upstream's message
+ * cannot end the line and forge the next one, nor drive a terminal.
+ */
+static void text_escape_to(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (; *p; p++) {
+        unsigned char c = *p;
+        if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\r')
+            fputs("\\r", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(f, "\\x%02x", c);
+        else if (c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            fprintf(f, "\\u%04x", *++p);
+        else
+            fputc(c, f);
+    }
+}
+
+static void text_line(const char *ts, enum mx_log_level level, const char *subsys, const char *msg)
+{
+    fprintf(stderr, "%s %-5s %-8s ", ts, level_names[level], subsys);
+    text_escape_to(stderr, msg);
+    fputc('\n', stderr);
+}
+
+static void redact(char *msg)
+{
+    if (redact_cb)
+        redact_cb(msg, strlen(msg), redact_data);
+}
+
 static void vlog(enum mx_log_level level, const char *subsys, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
@@ -140,13 +186,14 @@ static void vlog(enum mx_log_level level, const char *subsys, const char *fmt, v
     char ts[64];
 
     vsnprintf(msg, sizeof(msg), fmt, ap);
+    redact(msg);
     timestamp(ts, sizeof(ts));
     flockfile(stderr);
     if (cur_format == MX_LOG_JSON) {
         json_head(ts, level, subsys, msg);
         fputs("}\n", stderr);
     } else {
-        fprintf(stderr, "%s %-5s %-8s %s\n", ts, level_names[level], subsys, msg);
+        text_line(ts, level, subsys, msg);
     }
     funlockfile(stderr);
 }
@@ -175,6 +222,7 @@ void mx_log_access(const struct mx_log_access *a)
     snprintf(msg, sizeof(msg), "%s %s %s %d %s %.3f ms%s req#%lu", a->method ? a->method : "-",
              a->path ? a->path : "-", a->rpc_method ? a->rpc_method : "-", a->status,
              a->outcome ? a->outcome : "-", total_ms, up, a->req_id);
+    redact(msg);
     timestamp(ts, sizeof(ts));
     flockfile(stderr);
     if (cur_format == MX_LOG_JSON) {
@@ -191,7 +239,7 @@ void mx_log_access(const struct mx_log_access *a)
             fprintf(stderr, ",\"upstream_ms\":%.3f", a->upstream_ms);
         fprintf(stderr, ",\"req\":%lu}\n", a->req_id);
     } else {
-        fprintf(stderr, "%s %-5s %-8s %s\n", ts, level_names[access_level], "access", msg);
+        text_line(ts, access_level, "access", msg);
     }
     funlockfile(stderr);
 }

@@ -3,12 +3,15 @@
  * Logging to stderr, one line per event: time, level, subsystem, message;
  * as text for a terminal or as JSON lines (one object per line: ts, level,
  * sub, msg, plus named fields for access lines) for a collector. Nothing
- * here accepts a secret; callers pass names, never values.
+ * here accepts a secret; callers pass names, never values, and a redaction
+ * hook masks what text from outside may still carry. A text line escapes
+ * control characters, so text from outside cannot start a line of its own.
  */
 #ifndef MX_LOG_H
 #define MX_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum mx_log_level {
     MX_LOG_ERR = 0,
@@ -56,6 +59,15 @@ void mx_log_set_access(bool on);
 /* Whether an access line would be written now (test before preparing one). */
 bool mx_log_access_enabled(void);
 void mx_log_access(const struct mx_log_access *a);
+
+/*
+ * A function that masks secrets in a formatted message in place (|len|
+ * bytes, NUL after them); the log calls it on every message before it is
+ * written, in both formats. NULL removes it. The log itself knows no
+ * secrets: whoever holds them (the gateway) installs one.
+ */
+typedef void (*mx_log_redact_cb)(char *msg, size_t len, void *data);
+void mx_log_set_redact(mx_log_redact_cb cb, void *data);
 
 void mx_log(enum mx_log_level level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -132,6 +132,66 @@ static void test_log_access_opt_in(void **state)
     assert_true(mx_log_access_enabled());
 }
 
+/* The captured stderr as one string (caller frees). */
+static char *captured_text(void)
+{
+    fflush(stderr);
+    rewind(captured);
+    char *buf = calloc(1, 65536);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 65535, captured);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A text line cannot be ended, or a terminal driven, by what it quotes. */
+static void test_log_text_escapes_control(void **state)
+{
+    (void)state;
+    mx_log_set_format(MX_LOG_TEXT);
+    mx_log_warn("t", "a\nFORGED line\rb\tc\001d\x7f e\xc2\x9b f \xc3\xa9 \\n");
+    char *text = captured_text();
+    assert_non_null(strstr(text, "a\\nFORGED line\\rb\\tc\\x01d\\x7f e\\u009b f \xc3\xa9 \\n\n"));
+    /* one line */
+    assert_ptr_equal(strchr(text, '\n'), text + strlen(text) - 1);
+    free(text);
+}
+
+static void mask_x(char *msg, size_t len, void *data)
+{
+    int *calls = data;
+    (*calls)++;
+    for (size_t i = 0; i < len; i++) {
+        if (msg[i] == 'X')
+            msg[i] = '*';
+    }
+}
+
+/* The redaction hook sees every message, in both formats and access lines. */
+static void test_log_redact_hook(void **state)
+{
+    int calls = 0;
+    (void)state;
+    mx_log_set_redact(mask_x, &calls);
+    mx_log_set_access(true);
+    mx_log_info("t", "text XX");
+    mx_log_set_format(MX_LOG_JSON);
+    mx_log_info("t", "json XX");
+    struct mx_log_access a = {"POST", "/mcp/X", "X", NULL, 200, "ok", 1.0, -1.0, 1};
+    mx_log_access(&a);
+    mx_log_set_redact(NULL, NULL);
+    mx_log_info("t", "after XX");
+    char *text = captured_text();
+    assert_int_equal(calls, 3);
+    assert_null(strstr(text, "text XX"));
+    assert_null(strstr(text, "json XX"));
+    assert_non_null(strstr(text, "text **"));
+    assert_non_null(strstr(text, "json **"));
+    assert_non_null(strstr(text, "POST /mcp/* *"));
+    assert_non_null(strstr(text, "after XX"));
+    free(text);
+}
+
 static void test_log_format_parse(void **state)
 {
     (void)state;
@@ -149,6 +209,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_log_json_lines_parse, capture, restore),
         cmocka_unit_test_setup_teardown(test_log_access_opt_in, capture, restore),
+        cmocka_unit_test_setup_teardown(test_log_text_escapes_control, capture, restore),
+        cmocka_unit_test_setup_teardown(test_log_redact_hook, capture, restore),
         cmocka_unit_test(test_log_format_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "alloc.h"
 #include "cmd_config.h"
 #include "err.h"
 #include "model.h"
@@ -433,15 +434,16 @@ static const struct err_case err_cases[] = {
     {"table as value", "[listen.tls]\n", 1, 9, "'tls' must be a boolean, not a table"},
     /* enums, numbers, durations */
     {"bad prefix", "[proxy]\nprefix = \"sometimes\"\n", 2, 10,
-     "'prefix' must be one of conditional, always; got \"sometimes\""},
+     "'prefix': \"sometimes\": must be one of conditional, always"},
     {"bad log level", "[proxy]\nlog_level = \"trace\"\n", 2, 13, "must be one of error, warn"},
     {"bad session", SRV URL "session = \"per-user\"\n", 3, 11,
-     "'session' must be one of shared, per-client"},
-    {"bad start", SRV URL "start = \"now\"\n", 3, 9, "'start' must be one of lazy, eager"},
+     "'session': \"per-user\": must be one of shared, per-client"},
+    {"bad start", SRV URL "start = \"now\"\n", 3, 9,
+     "'start': \"now\": must be one of lazy, eager"},
     {"bad transport", SRV URL "transport = \"http\"\n", 3, 13,
-     "'transport' must be one of streamable-http, sse, stdio"},
+     "'transport': \"http\": must be one of streamable-http, sse, stdio"},
     {"bad duration", "[proxy]\nwake_timeout = \"60\"\n", 2, 16,
-     "'wake_timeout': \"60\" is not a duration"},
+     "'wake_timeout': \"60\": is not a duration"},
     {"bad duration unit", SRV URL "keepalive = \"5d\"\n", 3, 13, "is not a duration"},
     {"duration as int", "[proxy]\nwake_timeout = 60\n", 2, 16,
      "'wake_timeout' must be a duration string such as \"30s\", not an integer"},
@@ -499,17 +501,17 @@ static const struct err_case err_cases[] = {
     {"secret on stdio", SRV "command = [\"x\"]\nsecret = \"env:X\"\n", 3, 10,
      "'secret' applies to url servers"},
     {"auth without secret", SRV URL "auth = \"bearer\"\n", 3, 8,
-     "auth = \"bearer\" needs a 'secret'"},
+     "'auth': \"bearer\": needs a 'secret'"},
     {"cookie without secret", SRV URL "auth = \"cookie:s\"\n", 3, 8, "needs a 'secret'"},
     {"secret with auth none", SRV URL "auth = \"none\"\nsecret = \"env:X\"\n", 4, 1,
      "'secret' is set but auth = \"none\""},
     {"bad auth", SRV URL "auth = \"basic\"\n", 3, 8,
-     "'auth' must be bearer, cookie:NAME, header:NAME or none"},
+     "'auth': \"basic\": must be bearer, cookie:NAME, header:NAME or none"},
     {"bad cookie name", SRV URL "auth = \"cookie:a b\"\nsecret = \"env:X\"\n", 3, 8,
      "not a valid cookie name"},
     {"empty header name", SRV URL "auth = \"header:\"\n", 3, 8, "not a valid header name"},
     {"reserved header", SRV URL "auth = \"header:Host\"\nsecret = \"env:X\"\n", 3, 8,
-     "mcplex sets the Host header itself"},
+     "'auth': \"header:Host\": mcplex sets this header itself"},
     {"bad secret ref", SRV URL "secret = \"password\"\n", 3, 10,
      "unknown kind of secret reference"},
     {"bad vault name", SRV URL "secret = \"vault:a/b\"\n", 3, 10, "vault: needs an entry name"},
@@ -801,6 +803,45 @@ static void test_model_aggregate_keys(void **state)
     }
 }
 
+/* A literal in a secret-bearing place is refused at its position and by
+ * key; the message never quotes the value. */
+static void test_model_secret_literal_not_quoted(void **state)
+{
+    static const struct {
+        const char *pre, *post, *key;
+        int line;
+    } cases[] = {
+        {"[listen]\nclient_token = \"", "\"\n", "'client_token'", 2},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nsecret = \"", "\"\n", "'secret'", 3},
+        {"[servers.a]\nurl = \"https://u:", "@x.example/\"\n", "'url'", 2},
+        {"[servers.a]\nurl = \"https://x.example/a b", "\"\n", "'url'", 2},
+        {"[servers.a]\ncommand = [\"x\"]\nenv = [\"K=", "\"]\n", "'env'", 3},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nwake = \"url:http://u:", "@h/\"\n",
+         "'wake'", 3},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nwake = \"", "\"\n", "'wake'", 3},
+    };
+    char canary[33];
+    struct mx_config *cfg = NULL;
+    (void)state;
+    mx_rand_hex(canary, sizeof(canary));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = mx_xasprintf("%s%s%s", cases[i].pre, canary, cases[i].post);
+        struct mx_diag d;
+        memset(&d, 0, sizeof(d));
+        assert_int_equal(mx_config_parse("t.toml", text, strlen(text), &cfg, &d), MX_EINVAL);
+        assert_null(cfg);
+        if (strstr(d.msg, canary) || strstr(d.msg, cases[i].key) == NULL || d.line != cases[i].line)
+            fail_msg("case %zu: %d:%d %s", i, d.line, d.col, d.msg);
+        free(text);
+    }
+    /* other keys still quote what they refuse */
+    const char *text = "[proxy]\nprefix = \"sometimes\"\n";
+    struct mx_diag d;
+    memset(&d, 0, sizeof(d));
+    assert_int_equal(mx_config_parse("t.toml", text, strlen(text), &cfg, &d), MX_EINVAL);
+    assert_non_null(strstr(d.msg, "\"sometimes\""));
+}
+
 static void test_model_check_command(void **state)
 {
     char out[8192], canary[33], text[1024];
@@ -863,6 +904,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_model_design_example, no_leaks),
+        cmocka_unit_test_teardown(test_model_secret_literal_not_quoted, no_leaks),
         cmocka_unit_test_teardown(test_model_defaults, no_leaks),
         cmocka_unit_test_teardown(test_model_server_defaults, no_leaks),
         cmocka_unit_test_teardown(test_model_every_key, no_leaks),

@@ -244,7 +244,7 @@ static void test_secret_cmd_timeout(void **state)
 {
     (void)state;
     time_t t0 = time(NULL);
-    resolve("cmd:sleep 30", MX_ETIMEDOUT, "cmd:sleep 30: command timed out after 5 s");
+    resolve("cmd:sleep 30", MX_ETIMEDOUT, "cmd:sleep: command timed out after 5 s");
     time_t took = time(NULL) - t0;
     assert_true(took >= 4 && took <= 8);
 }
@@ -343,6 +343,78 @@ static void test_secret_redact(void **state)
     mx_secret_free(s);
 }
 
+/* Every JSON-escaped form of a value with '"', '\\', a tab and a control
+ * byte is masked too, as jansson, node or a hostile peer would write it. */
+static void test_secret_redact_json_escaped(void **state)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"raw a\"b\\c\td\001e.", "raw *********."},
+        {"jansson \"a\\\"b\\\\c\\td\\u0001e\"", "jansson \"*****************\""},
+        {"node a\\\"b\\\\c\\td\\u0001e", "node *****************"},
+        {"upper a\\u0022b\\u005Cc\\u0009d\\u0001e", "upper *****************************"},
+        {"all \\u0061\\u0022\\u0062\\u005c\\u0063\\u0009\\u0064\\u0001\\u0065!",
+         "all ******************************************************!"},
+        {"cut a\\\"b\\\\c\\td\\u000", "cut a\\\"b\\\\c\\td\\u000"},
+        {"other a\\\"b\\\\c\\td\\u0002e", "other a\\\"b\\\\c\\td\\u0002e"},
+    };
+    struct mx_secret *s = mx_secret_new("a\"b\\c\td\001e", 9);
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *buf = strdup(cases[i].text);
+        size_t n = mx_secret_redact(s, buf, strlen(buf));
+        if (strcmp(buf, cases[i].want) != 0)
+            fail_msg("case %zu: %s (%zu masked)", i, buf, n);
+        assert_int_equal(n, strcmp(cases[i].text, cases[i].want) != 0 ? 1 : 0);
+        free(buf);
+    }
+    mx_secret_free(s);
+    /* non-ASCII through \\u and a surrogate pair */
+    s = mx_secret_new("\xc3\xa9\xf0\x9f\x98\x80", 6);
+    char pair[] = "x\\u00e9\\ud83d\\ude00y";
+    assert_int_equal(mx_secret_redact(s, pair, strlen(pair)), 1);
+    assert_string_equal(pair, "x******************y");
+    mx_secret_free(s);
+}
+
+static void test_secret_ref_show(void **state)
+{
+    static const struct {
+        const char *ref, *shown;
+    } cases[] = {
+        {"vault:files", "vault:files"},
+        {"env:EVERY_TOKEN", "env:EVERY_TOKEN"},
+        {"file:/run/tok", "file:/run/tok"},
+        {"cmd:pass show api/key", "cmd:pass"},
+        {"cmd:  /bin/echo\tsecret-arg", "cmd:/bin/echo"},
+        {"cmd:/usr/bin/op", "cmd:/usr/bin/op"},
+        {"hunter2", "(not a secret reference)"},
+        {"env:1BAD", "(not a secret reference)"},
+        {"", "(not a secret reference)"},
+    };
+    char out[64];
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_string_equal(mx_secret_ref_show(cases[i].ref, out, sizeof(out)), cases[i].shown);
+    assert_string_equal(mx_secret_ref_show(NULL, out, sizeof(out)), "(not a secret reference)");
+    /* bounded by |cap| */
+    assert_string_equal(mx_secret_ref_show("vault:abcdefgh", out, 8), "vault:a");
+}
+
+/* Messages about a cmd: reference name its program, not its arguments. */
+static void test_secret_cmd_arguments_not_shown(void **state)
+{
+    char ref[128];
+    (void)state;
+    snprintf(ref, sizeof(ref), "cmd:false %s", canary);
+    resolve(ref, MX_EIO, "cmd:false: command exited with status 1");
+    snprintf(ref, sizeof(ref), "cmd:/nonexistent/mx-cmd %s", canary);
+    resolve(ref, MX_ENOTFOUND, "cmd:/nonexistent/mx-cmd: command");
+    snprintf(ref, sizeof(ref), "cmd:/bin/true %s", canary);
+    resolve(ref, MX_EINVAL, "cmd:/bin/true: the value is empty");
+}
+
 static void test_secret_equal(void **state)
 {
     (void)state;
@@ -403,6 +475,9 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_env_new, no_leaks),
         cmocka_unit_test_teardown(test_secret_redact, no_leaks),
         cmocka_unit_test_teardown(test_secret_equal, no_leaks),
+        cmocka_unit_test_teardown(test_secret_redact_json_escaped, no_leaks),
+        cmocka_unit_test_teardown(test_secret_ref_show, no_leaks),
+        cmocka_unit_test_teardown(test_secret_cmd_arguments_not_shown, no_leaks),
         cmocka_unit_test_teardown(test_secret_protect_process, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
