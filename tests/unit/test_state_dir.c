@@ -98,6 +98,7 @@ static char *catalogue_for(const char *state, struct mx_server_cfg *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->name = server_name;
     cfg->url = server_url;
+    cfg->max_list_bytes = 16 * 1024 * 1024; /* the default */
     return mx_catalogue_path(state, cfg);
 }
 
