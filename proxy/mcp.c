@@ -1010,9 +1010,25 @@ static void unknown_name(struct mx_mcp *m, struct mx_req *req, struct mx_session
     respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, text);
 }
 
+static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
+                             json_t *msg, bool may_wait);
+
+static void parked_retry(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    dispatch_request(m, data, req, msg, false);
+}
+
+/* |name| is no upstream's yet: wait while one that may hold it lists
+ * (mcp_park). Returns true when the request was parked. */
+static bool park(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
+                 enum mx_agg_kind kind, const char *name, bool may_wait)
+{
+    return may_wait && mcp_park(m, s, req, msg, kind, name, parked_retry, s);
+}
+
 /* tools/call and prompts/get: by exposed name, the original restored. */
 static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
-                        enum mx_agg_kind kind)
+                        enum mx_agg_kind kind, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
@@ -1020,7 +1036,8 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *r
     const struct mx_agg_entry *e =
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
     if (e == NULL) {
-        unknown_name(m, req, s, id, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
+        if (!park(m, s, req, msg, kind, name, may_wait))
+            unknown_name(m, req, s, id, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
         return;
     }
     json_t *upmsg = json_deep_copy(msg);
@@ -1029,10 +1046,11 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *r
 }
 
 /* The one upstream for |uri|, or NULL after answering the client with an
- * error that names the candidates. */
+ * error that names the candidates (or parking the request). */
 static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                                  json_t *id, const char *uri, bool as_template)
+                                  json_t *msg, const char *uri, bool as_template, bool may_wait)
 {
+    json_t *id = json_object_get(msg, "id");
     struct mx_uriroute_result r;
     char text[600];
     size_t n = 0;
@@ -1049,6 +1067,8 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
     }
     if (r.cnt == 1)
         return m->ups[r.cands[0]];
+    if (r.cnt == 0 && park(m, s, req, msg, MX_AGG_RESOURCES, uri, may_wait))
+        return NULL;
     if (r.cnt == 0) {
         /* Not in any list: with one upstream that serves resources at all,
          * it is the only place the URI can live. */
@@ -1088,11 +1108,11 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
 }
 
 static void route_resource(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
-                           const char *method)
+                           const char *method, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
-    struct mx_mcpup *u = route_uri(m, s, req, id, uri, false);
+    struct mx_mcpup *u = route_uri(m, s, req, msg, uri, false, may_wait);
     if (u == NULL)
         return;
     int op = strcmp(method, "resources/subscribe") == 0     ? 1
@@ -1115,7 +1135,7 @@ static void route_resource(struct mx_mcp *m, struct mx_session *s, struct mx_req
 }
 
 static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                             json_t *msg)
+                             json_t *msg, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *ref = json_object_get(json_object_get(msg, "params"), "ref");
@@ -1126,7 +1146,8 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
         const struct mx_agg_entry *e =
             name ? mx_agg_lookup(mcp_view(m, MX_AGG_PROMPTS), mx_str_cstr(name)) : NULL;
         if (e == NULL) {
-            unknown_name(m, req, s, id, "prompt", name);
+            if (!park(m, s, req, msg, MX_AGG_PROMPTS, name, may_wait))
+                unknown_name(m, req, s, id, "prompt", name);
             return;
         }
         upmsg = json_deep_copy(msg);
@@ -1137,7 +1158,7 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
     }
     if (type && strcmp(type, "ref/resource") == 0) {
         const char *uri = json_string_value(json_object_get(ref, "uri"));
-        struct mx_mcpup *u = route_uri(m, s, req, id, uri, true);
+        struct mx_mcpup *u = route_uri(m, s, req, msg, uri, true, may_wait);
         if (u)
             call_start(m, s, req, msg, u, json_deep_copy(msg), 0, NULL);
         return;
@@ -1176,8 +1197,9 @@ static enum mx_agg_kind list_kind(const char *method, bool *is_list)
     return MX_AGG_TOOLS;
 }
 
+/* |may_wait|: a name no upstream holds yet may wait for lists (once). */
 static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                             json_t *msg)
+                             json_t *msg, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
@@ -1198,15 +1220,15 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_r
     } else if (strcmp(method, "ping") == 0) {
         respond_result(m, req, s, id, json_object());
     } else if (strcmp(method, "tools/call") == 0) {
-        route_named(m, s, req, msg, MX_AGG_TOOLS);
+        route_named(m, s, req, msg, MX_AGG_TOOLS, may_wait);
     } else if (strcmp(method, "prompts/get") == 0) {
-        route_named(m, s, req, msg, MX_AGG_PROMPTS);
+        route_named(m, s, req, msg, MX_AGG_PROMPTS, may_wait);
     } else if (strcmp(method, "resources/read") == 0 ||
                strcmp(method, "resources/subscribe") == 0 ||
                strcmp(method, "resources/unsubscribe") == 0) {
-        route_resource(m, s, req, msg, method);
+        route_resource(m, s, req, msg, method, may_wait);
     } else if (strcmp(method, "completion/complete") == 0) {
-        route_completion(m, s, req, msg);
+        route_completion(m, s, req, msg, may_wait);
     } else if (strcmp(method, "logging/setLevel") == 0) {
         set_level(m, s, req, msg);
     } else if (strcmp(method, "initialize") == 0) {
@@ -1271,6 +1293,12 @@ static void s2c_orphaned(const struct mx_idmap_s2c *e, void *arg)
     json_decref(r);
 }
 
+static void parked_gone(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    respond_error(m, req, data, 404, json_object_get(msg, "id"), RPC_SESSION_GONE,
+                  "Session not found");
+}
+
 static void session_on_close(struct mx_session *s, void *data)
 {
     struct mx_mcp *m = data;
@@ -1286,6 +1314,7 @@ static void session_on_close(struct mx_session *s, void *data)
         }
         pending_free(p);
     }
+    mcp_park_drop(m, s, parked_gone, s);
     while (sx->calls) {
         struct call *c = sx->calls;
         if (!c->orphan)
@@ -1484,7 +1513,7 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     trace(m, "c2s", s, body);
     switch (kind) {
     case MX_RPC_REQUEST:
-        dispatch_request(m, s, req, msg);
+        dispatch_request(m, s, req, msg, true);
         break;
     case MX_RPC_NOTIFICATION:
         /* MCP 2025-06-18, Streamable HTTP: an accepted notification is 202 */

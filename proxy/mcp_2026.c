@@ -125,7 +125,7 @@ struct listen {
 enum fan_what {
     F_DISCOVER = 0,
     F_LIST = 1,
-    F_ROUTE = 2, /* a routed request whose name was unknown: look again after */
+    F_ROUTE = 2, /* a listen stream following resources: dispatched again after */
 };
 
 struct fanwait {
@@ -992,6 +992,21 @@ static bool any_needs(struct mx_mcp *m, unsigned kinds, const struct mx_mcpup *s
 static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum fan_what what,
                       enum mx_agg_kind kind, unsigned kinds, struct mx_mcpup *scope);
 
+static void parked_retry(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    (void)m;
+    dispatch(data, req, msg, false, NULL);
+}
+
+/* A stateless client may call before anyone listed, or while the upstream
+ * that holds the name is still starting or waking: wait for its lists
+ * (mcp_park), then look again. Returns true when the request was parked. */
+static bool park(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum mx_agg_kind kind,
+                 const char *name, bool may_wait)
+{
+    return may_wait && mcp_park(mm->m, NULL, req, msg, kind, name, parked_retry, mm);
+}
+
 /* tools/call, prompts/get and completion's ref/prompt: by exposed name. */
 static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                                          enum mx_agg_kind kind, const char *name, bool may_wait)
@@ -999,13 +1014,8 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     struct mx_mcp *m = mm->m;
     const struct mx_agg_entry *e =
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
-    if (e)
+    if (e || park(mm, req, msg, kind, name, may_wait))
         return e;
-    /* a stateless client may call before anyone listed: load, look again */
-    if (may_wait && name && any_needs(m, KIND_BIT(kind), NULL)) {
-        fan_start(mm, req, msg, F_ROUTE, kind, KIND_BIT(kind), NULL);
-        return NULL;
-    }
     char text[300];
     /* MCP 2026-07-28, Tools: an unknown tool is -32602 */
     snprintf(text, sizeof(text), "Unknown %s: %.200s", kind == MX_AGG_TOOLS ? "tool" : "prompt",
@@ -1073,12 +1083,8 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
         mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
     if (r.cnt == 1)
         return up_at(m, r.cands[0]);
-    if (r.cnt == 0 && may_wait &&
-        any_needs(m, KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL)) {
-        fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES,
-                  KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL);
+    if (r.cnt == 0 && park(mm, req, msg, MX_AGG_RESOURCES, uri, may_wait))
         return NULL;
-    }
     if (r.cnt == 0) {
         struct mx_mcpup *only = NULL;
         size_t with = 0;
@@ -1956,11 +1962,18 @@ struct mcp_modern *mcp_modern_new(struct mx_mcp *m)
     return mm;
 }
 
+static void parked_stopping(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    (void)data;
+    send_error(m, req, 503, json_object_get(msg, "id"), RPC_INTERNAL, "mcplex is stopping", NULL);
+}
+
 void mcp_modern_free(struct mcp_modern *mm)
 {
     if (mm == NULL)
         return;
     mm->m->modern = NULL; /* 2025 sessions closing after this count no listens */
+    mcp_park_drop(mm->m, NULL, parked_stopping, mm);
     while (mm->fans) {
         struct fan *f = mm->fans;
         if (f->req)

@@ -57,6 +57,7 @@ struct upwait {
 };
 
 struct refresh; /* mcp_up.c */
+struct park;    /* mcp_up.c */
 
 struct mx_mcpup {
     struct mx_mcp *m;
@@ -118,7 +119,8 @@ struct mx_mcp {
     bool views_dirty;
     uint64_t seen_sig[MX_AGG_KIND_CNT]; /* what clients were last told about */
     bool sig_known;
-    ev_timer announce; /* coalesces list_changed announcements */
+    ev_timer announce;  /* coalesces list_changed announcements */
+    struct park *parks; /* routed requests waiting for lists (mcp_park) */
     bool shutting_down;
     struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
 };
@@ -162,6 +164,30 @@ void mcp_announce_now(struct mx_mcp *m);
 /* A message from upstream |u| outside any answer, or a notification on a
  * call's stream that concerns everyone (list_changed, resources/updated). */
 void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg);
+
+/* A parked request handed back (|data| as given to mcp_park()). */
+typedef void (*mcp_park_cb)(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data);
+
+/*
+ * The one wait of a routed request (tools/call, prompts/get, resources/read,
+ * completion/complete; every client path of /mcp) for lists still to come.
+ * |msg| (client request |req|) names |name|: a tool or prompt of |kind|, or
+ * with MX_AGG_RESOURCES a resource URI, that no upstream holds now. When an
+ * upstream that could hold it (one that never listed |kind|, or, for a tool
+ * or prompt, whose alias prefixes |name|) has those lists pending or is
+ * waking, the request is parked: their refreshes start (through |owner|'s
+ * upstream sessions; NULL: the shared ones) and true is returned. |retry|
+ * is then called once, to route or refuse, as soon as |name| resolves, or
+ * none of them is pending any more, or their longest wake_timeout (each
+ * within its request_timeout) has passed; never when the client went away
+ * first, or when mcp_park_drop() took the request. Returns false, touching
+ * nothing, when no such upstream is pending: refuse at once.
+ */
+bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, json_t *msg,
+              enum mx_agg_kind kind, const char *name, mcp_park_cb retry, void *data);
+/* Hand every request parked for |owner| (NULL: those of no session) to
+ * |gone|, which answers it, and forget them. */
+void mcp_park_drop(struct mx_mcp *m, const struct mx_session *owner, mcp_park_cb gone, void *data);
 
 /* Session |s| changed its log level: tell the upstream sessions. */
 void mcp_up_levels(struct mx_mcp *m, struct mx_session *s);
