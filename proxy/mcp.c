@@ -72,12 +72,6 @@ enum pending_what {
     P_LIST = 1,
 };
 
-struct pwait {
-    struct upwait w;
-    struct pending *p;
-    bool active;
-};
-
 struct pending {
     struct pending *next;
     struct mx_mcp *m;
@@ -87,10 +81,7 @@ struct pending {
     enum pending_what what;
     enum mx_agg_kind kind;
     ev_timer timer;
-    size_t waiting;
-    bool starting;
-    struct pwait *waits; /* one per upstream slot at the start (reloads add slots) */
-    size_t wait_cnt;
+    struct upwaits ups;
 };
 
 int mcp_log_level(const char *name)
@@ -737,12 +728,7 @@ static void pending_free(struct pending *p)
 {
     struct sessx *sx = p->s->owner;
     ev_timer_stop(p->m->loop, &p->timer);
-    for (size_t i = 0; i < p->wait_cnt; i++) {
-        if (p->waits[i].active) {
-            mcp_up_unwait(p->m->ups[i], &p->waits[i].w);
-            p->waits[i].active = false;
-        }
-    }
+    mcp_upwaits_clear(&p->ups, p->m);
     for (struct pending **pp = &sx->pendings; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -752,7 +738,6 @@ static void pending_free(struct pending *p)
     if (p->req)
         mx_req_set_handler(p->req, NULL, NULL, NULL);
     json_decref(p->msg);
-    free(p->waits);
     free(p);
 }
 
@@ -771,15 +756,10 @@ static void pending_timer(struct ev_loop *loop, ev_timer *w, int revents)
     pending_finish(p);
 }
 
-static void pending_up_done(struct upwait *w, struct mx_mcpup *u)
+static void pending_up_done(struct upwaits *ws)
 {
-    struct pwait *pw = mx_container_of(w, struct pwait, w);
-    struct pending *p = pw->p;
-    (void)u;
-    pw->active = false;
-    p->waiting--;
-    if (p->waiting == 0 && !p->starting)
-        pending_finish(p);
+    if (ws->waiting == 0)
+        pending_finish(mx_container_of(ws, struct pending, ups));
 }
 
 static void pending_abort(struct mx_req *req, void *data)
@@ -803,27 +783,20 @@ static void pending_start(struct mx_mcp *m, struct mx_session *s, struct mx_req 
     p->msg = json_incref(msg);
     p->what = what;
     p->kind = kind;
-    p->wait_cnt = m->up_cnt;
-    p->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*p->waits));
+    mcp_upwaits_init(&p->ups, m, pending_up_done);
     p->next = sx->pendings;
     sx->pendings = p;
     ev_timer_init(&p->timer, pending_timer, (double)m->cfg->proxy.fanout_timeout_ms / 1000.0, 0.0);
-    p->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         /* kinds 0: answer from the catalogue as it is, waiting for nobody */
         if (kinds == 0 || !mcp_up_needs(u, kinds, true))
             continue;
-        p->waits[i].p = p;
-        p->waits[i].w.cb = pending_up_done;
-        p->waits[i].active = true;
-        p->waiting++;
         /* MCP checklist §9.2: initialize and lists must not hang on one
          * slow upstream; the bound above ends the wait */
-        mcp_up_refresh(u, mcp_up_session(u, s), kinds, &p->waits[i].w);
+        mcp_upwaits_add(&p->ups, u, mcp_up_session(u, s), kinds);
     }
-    p->starting = false;
-    if (p->waiting == 0) {
+    if (mcp_upwaits_started(&p->ups) == 0) {
         pending_finish(p);
         return;
     }

@@ -128,12 +128,6 @@ enum fan_what {
     F_ROUTE = 2, /* a listen stream following resources: dispatched again after */
 };
 
-struct fanwait {
-    struct upwait w;
-    struct fan *f;
-    bool active;
-};
-
 /* A request waiting (bounded) for upstream catalogues. */
 struct fan {
     struct mcp_modern *mm;
@@ -144,10 +138,7 @@ struct fan {
     enum mx_agg_kind kind;
     struct mx_mcpup *scope; /* /mcp/<server>: waits for that upstream alone */
     ev_timer timer;
-    size_t waiting;
-    bool starting;
-    struct fanwait *waits;
-    size_t wait_cnt;
+    struct upwaits ups;
 };
 
 static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait,
@@ -1319,12 +1310,7 @@ static void fan_free(struct fan *f)
 {
     struct mcp_modern *mm = f->mm;
     ev_timer_stop(mm->m->loop, &f->timer);
-    for (size_t i = 0; i < f->wait_cnt; i++) {
-        if (f->waits[i].active) {
-            mcp_up_unwait(up_at(mm->m, i), &f->waits[i].w);
-            f->waits[i].active = false;
-        }
-    }
+    mcp_upwaits_clear(&f->ups, mm->m);
     for (struct fan **pp = &mm->fans; *pp; pp = &(*pp)->next) {
         if (*pp == f) {
             *pp = f->next;
@@ -1334,7 +1320,6 @@ static void fan_free(struct fan *f)
     if (f->req)
         mx_req_set_handler(f->req, NULL, NULL, NULL);
     json_decref(f->msg);
-    free(f->waits);
     free(f);
 }
 
@@ -1371,15 +1356,10 @@ static void fan_timer(struct ev_loop *loop, ev_timer *w, int revents)
     fan_finish(f);
 }
 
-static void fan_up_done(struct upwait *w, struct mx_mcpup *u)
+static void fan_up_done(struct upwaits *ws)
 {
-    struct fanwait *fw = mx_container_of(w, struct fanwait, w);
-    struct fan *f = fw->f;
-    (void)u;
-    fw->active = false;
-    f->waiting--;
-    if (f->waiting == 0 && !f->starting)
-        fan_finish(f);
+    if (ws->waiting == 0)
+        fan_finish(mx_container_of(ws, struct fan, ups));
 }
 
 static void fan_abort(struct mx_req *req, void *data)
@@ -1416,26 +1396,19 @@ static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, en
     f->what = what;
     f->kind = kind;
     f->scope = scope;
-    f->wait_cnt = m->up_cnt; /* a reload may add slots while this waits */
-    f->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*f->waits));
+    mcp_upwaits_init(&f->ups, m, fan_up_done);
     f->next = mm->fans;
     mm->fans = f;
     ev_timer_init(&f->timer, fan_timer,
                   scope ? scope_wait_s(scope) : (double)m->cfg->proxy.fanout_timeout_ms / 1000.0,
                   0.0);
-    f->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = up_at(m, i);
         if (kinds == 0 || (scope && u != scope) || !mcp_up_needs(u, kinds, true))
             continue;
-        f->waits[i].f = f;
-        f->waits[i].w.cb = fan_up_done;
-        f->waits[i].active = true;
-        f->waiting++;
-        mcp_up_refresh(u, mcp_up_session(u, NULL), kinds, &f->waits[i].w);
+        mcp_upwaits_add(&f->ups, u, mcp_up_session(u, NULL), kinds);
     }
-    f->starting = false;
-    if (f->waiting == 0) {
+    if (mcp_upwaits_started(&f->ups) == 0) {
         fan_finish(f);
         return;
     }

@@ -56,6 +56,25 @@ struct upwait {
     void (*cb)(struct upwait *w, struct mx_mcpup *u);
 };
 
+struct upwaits;
+
+struct upwait_slot {
+    struct upwait w;
+    struct upwaits *ws;
+    bool active;
+};
+
+/* A request's wait for the refreshes of several upstreams (initialize and
+ * lists of both revisions, parked routes): one slot per upstream slot at
+ * the start (reloads add slots). */
+struct upwaits {
+    struct upwait_slot *v;
+    size_t cnt;
+    size_t waiting;                 /* refreshes not ended yet */
+    bool starting;                  /* still adding: |cb| is held back */
+    void (*cb)(struct upwaits *ws); /* after the start, each time one ends */
+};
+
 struct refresh; /* mcp_up.c */
 struct park;    /* mcp_up.c */
 
@@ -142,8 +161,16 @@ bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list);
 /* Start (or join) a refresh of |u| through |via|; |w| (may be NULL) hears
  * when it ends. */
 void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struct upwait *w);
-/* Remove a waiter that no longer wants to hear. */
-void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w);
+
+/* Begin a wait over |m|'s upstreams; |cb| as in struct upwaits. */
+void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws));
+/* Start (or join) |u|'s refresh of |kinds| through |via| and wait for it. */
+void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, unsigned kinds);
+/* Done adding: returns how many refreshes are still waited for (0: none,
+ * and |cb| will not be called). */
+size_t mcp_upwaits_started(struct upwaits *ws);
+/* Stop waiting (|cb| is not called again) and free the slots. */
+void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m);
 
 /* Visible: its lists are shown to clients. */
 bool mcp_up_visible(const struct mx_mcpup *u);

@@ -537,7 +537,7 @@ void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struc
     }
 }
 
-void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w)
+static void unwait(struct mx_mcpup *u, struct upwait *w)
 {
     for (struct upwait **pp = &u->waiters; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
@@ -546,6 +546,56 @@ void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w)
             return;
         }
     }
+}
+
+static void upwaits_one_done(struct upwait *w, struct mx_mcpup *u)
+{
+    struct upwait_slot *slot = mx_container_of(w, struct upwait_slot, w);
+    struct upwaits *ws = slot->ws;
+    (void)u;
+    slot->active = false;
+    ws->waiting--;
+    if (!ws->starting)
+        ws->cb(ws);
+}
+
+void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws))
+{
+    memset(ws, 0, sizeof(*ws));
+    ws->cnt = m->up_cnt;
+    ws->v = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*ws->v));
+    ws->starting = true;
+    ws->cb = cb;
+}
+
+void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
+{
+    MX_ASSERT(u->idx < ws->cnt);
+    struct upwait_slot *slot = &ws->v[u->idx];
+    MX_ASSERT(!slot->active);
+    slot->ws = ws;
+    slot->w.cb = upwaits_one_done;
+    slot->active = true;
+    ws->waiting++;
+    mcp_up_refresh(u, via, kinds, &slot->w);
+}
+
+size_t mcp_upwaits_started(struct upwaits *ws)
+{
+    ws->starting = false;
+    return ws->waiting;
+}
+
+void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m)
+{
+    for (size_t i = 0; i < ws->cnt; i++) {
+        if (ws->v[i].active)
+            unwait(m->ups[i], &ws->v[i].w);
+        ws->v[i].active = false;
+    }
+    free(ws->v);
+    ws->v = NULL;
+    ws->cnt = 0;
 }
 
 /* ---- merged views and list_changed ---- */
@@ -672,12 +722,6 @@ void mcp_announce_now(struct mx_mcp *m)
 
 /* ---- routed requests waiting for lists ---- */
 
-struct parkwait {
-    struct upwait w;
-    struct park *p;
-    bool active;
-};
-
 struct park {
     struct mx_mcp *m;
     struct park *next;
@@ -689,10 +733,7 @@ struct park {
     mcp_park_cb retry;
     void *data;
     ev_timer timer;
-    struct parkwait *waits; /* one per upstream slot at the start (reloads add slots) */
-    size_t wait_cnt;
-    size_t waiting;
-    bool starting;
+    struct upwaits ups;
 };
 
 static bool is_named(enum mx_agg_kind kind)
@@ -750,10 +791,7 @@ static void park_free(struct park *p)
 {
     struct mx_mcp *m = p->m;
     ev_timer_stop(m->loop, &p->timer);
-    for (size_t i = 0; i < p->wait_cnt; i++) {
-        if (p->waits[i].active)
-            mcp_up_unwait(m->ups[i], &p->waits[i].w);
-    }
+    mcp_upwaits_clear(&p->ups, m);
     for (struct park **pp = &m->parks; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -764,7 +802,6 @@ static void park_free(struct park *p)
         mx_req_set_handler(p->req, NULL, NULL, NULL);
     json_decref(p->msg);
     free(p->name);
-    free(p->waits);
     free(p);
 }
 
@@ -792,14 +829,10 @@ static void park_timer(struct ev_loop *loop, ev_timer *w, int revents)
     park_end(p, p->retry, p->data);
 }
 
-static void park_up_done(struct upwait *w, struct mx_mcpup *u)
+static void park_up_done(struct upwaits *ws)
 {
-    struct parkwait *pw = mx_container_of(w, struct parkwait, w);
-    struct park *p = pw->p;
-    (void)u;
-    pw->active = false;
-    p->waiting--;
-    if (!p->starting && (p->waiting == 0 || resolves(p->m, p->kind, p->name)))
+    struct park *p = mx_container_of(ws, struct park, ups);
+    if (ws->waiting == 0 || resolves(p->m, p->kind, p->name))
         park_end(p, p->retry, p->data);
 }
 
@@ -835,31 +868,25 @@ bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, js
             p->name = mx_xstrdup(name);
             p->retry = retry;
             p->data = data;
-            p->wait_cnt = m->up_cnt;
-            p->waits = mx_xcalloc(m->up_cnt, sizeof(*p->waits));
-            p->starting = true;
+            mcp_upwaits_init(&p->ups, m, park_up_done);
             p->next = m->parks;
             m->parks = p;
         }
         if (park_bound_s(u) > bound_s)
             bound_s = park_bound_s(u);
-        p->waits[i].p = p;
-        p->waits[i].w.cb = park_up_done;
-        p->waits[i].active = true;
-        p->waiting++;
-        mcp_up_refresh(u, mcp_up_session(u, owner), kinds, &p->waits[i].w);
+        mcp_upwaits_add(&p->ups, u, mcp_up_session(u, owner), kinds);
     }
     if (p == NULL)
         return false;
-    p->starting = false;
-    if (p->waiting == 0) {
+    size_t waiting = mcp_upwaits_started(&p->ups);
+    if (waiting == 0) {
         /* every refresh failed at once: no list is coming */
         p->req = NULL;
         park_free(p);
         return false;
     }
     mx_log_debug(SUBSYS, "%.60s: no upstream holds it yet; waiting up to %.0f s for %zu list(s)",
-                 name, bound_s, p->waiting);
+                 name, bound_s, waiting);
     ev_timer_init(&p->timer, park_timer, bound_s, 0.0);
     ev_timer_start(m->loop, &p->timer);
     mx_req_set_handler(req, NULL, park_abort, p);
