@@ -200,9 +200,10 @@ typedef void (*mcp_park_cb)(struct mx_mcp *m, struct mx_req *req, json_t *msg, v
  * completion/complete; every client path of /mcp) for lists still to come.
  * |msg| (client request |req|) names |name|: a tool or prompt of |kind|, or
  * with MX_AGG_RESOURCES a resource URI, that no upstream holds now. When an
- * upstream that could hold it (one that never listed |kind|, or, for a tool
- * or prompt, whose alias prefixes |name|) has those lists pending or is
- * waking, the request is parked: their refreshes start (through |owner|'s
+ * upstream that could hold it (one not known to lack the capability that
+ * never listed |kind|, or, for a tool or prompt, whose alias prefixes
+ * |name|) has those lists pending or is waking, the request is parked:
+ * their refreshes start (through |owner|'s
  * upstream sessions; NULL: the shared ones) and true is returned. |retry|
  * is then called once, to route or refuse, as soon as |name| resolves, or
  * none of them is pending any more, or their longest wake_timeout (each

@@ -769,6 +769,8 @@ static bool resolves(struct mx_mcp *m, enum mx_agg_kind kind, const char *name)
  */
 static bool could_hold(const struct mx_mcpup *u, enum mx_agg_kind kind, const char *name)
 {
+    if (u->init && !offers(u, kind))
+        return false; /* it said what it serves (the catalogue too): not this */
     if (!is_named(kind))
         return u->lists[MX_AGG_RESOURCES] == NULL || u->lists[MX_AGG_TEMPLATES] == NULL;
     size_t al = strlen(u->cfg->alias);
