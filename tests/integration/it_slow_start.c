@@ -12,8 +12,6 @@
  * that gives up while its call waits leaves nothing behind (mcplex exits 0
  * on SIGTERM, which under ASan includes the leak check).
  */
-#include <fcntl.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -298,99 +296,30 @@ static void test_slow_stdio_2026(void **state)
 
 /* ---- the same upstream behind `mcplex stdio` ---- */
 
-struct lines {
-    pid_t pid;
-    int in;
-    int out;
-    char buf[1024 * 1024];
-    size_t len;
-};
-
-static struct lines *lines_child; /* killed by the teardown if a check failed */
-
-static int lines_teardown(void **state)
-{
-    if (lines_child) {
-        kill(lines_child->pid, SIGKILL);
-        waitpid(lines_child->pid, NULL, 0);
-        lines_child = NULL;
-    }
-    return mx_it_teardown(state);
-}
-
-static void lines_start(struct lines *l, const char *cfg_path)
-{
-    int in[2], out[2];
-    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
-    char *err_path = mx_it_path("mcplex-stdio.log");
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-    int err = open(err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    assert_true(err >= 0);
-    l->pid = fork();
-    assert_true(l->pid >= 0);
-    if (l->pid == 0) {
-        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err, 2) < 0)
-            _exit(127);
-        execl(bin, bin, "stdio", "-c", cfg_path, (char *)NULL);
-        _exit(127);
-    }
-    lines_child = l;
-    close(in[0]);
-    close(out[1]);
-    close(err);
-    l->in = in[1];
-    l->out = out[0];
-    free(bin);
-    free(err_path);
-}
-
-static void lines_send(struct lines *l, const char *text)
+static void send_text(int fd, const char *text)
 {
     size_t len = strlen(text);
-    assert_int_equal(write(l->in, text, len), (ssize_t)len);
-}
-
-/* The next message mcplex writes; fails after LINE_WAIT_MS. */
-static json_t *lines_next(struct lines *l)
-{
-    for (int waited = 0;;) {
-        char *nl = memchr(l->buf, '\n', l->len);
-        if (nl) {
-            json_t *m = json_loadb(l->buf, (size_t)(nl - l->buf), 0, NULL);
-            if (!json_is_object(m))
-                fail_msg("not JSON on stdout: %.120s", l->buf);
-            l->len -= (size_t)(nl + 1 - l->buf);
-            memmove(l->buf, nl + 1, l->len);
-            return m;
-        }
-        struct pollfd p = {l->out, POLLIN, 0};
-        if (waited >= LINE_WAIT_MS)
-            fail_msg("no line from mcplex stdio within %d ms", LINE_WAIT_MS);
-        if (poll(&p, 1, 100) <= 0) {
-            waited += 100;
-            continue;
-        }
-        assert_true(l->len < sizeof(l->buf));
-        ssize_t n = read(l->out, l->buf + l->len, sizeof(l->buf) - l->len);
-        assert_true(n > 0);
-        l->len += (size_t)n;
-    }
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
 }
 
 static void test_slow_stdio_front(void **state)
 {
     struct world w = {0};
-    static struct lines l;
+    static struct mx_it_lines out;
+    int in;
     (void)state;
     start_sim(&w, NULL);
     write_config(&w, true, NULL);
 
-    lines_start(&l, w.cfg_path);
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *err_path = mx_it_path("mcplex-stdio.log");
+    const char *argv[] = {bin, "stdio", "-c", w.cfg_path, NULL};
+    pid_t pid = mx_it_spawn_piped("mcplex-stdio", argv, NULL, err_path, &in, &out.fd);
+    assert_true(pid > 0);
     double t0 = now_s();
-    lines_send(&l, init_body);
-    lines_send(&l, "\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
-    json_t *m = lines_next(&l);
+    send_text(in, init_body);
+    send_text(in, "\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    json_t *m = mx_it_lines_next(&out, LINE_WAIT_MS);
     assert_int_equal(json_integer_value(json_object_get(m, "id")), 1);
     json_decref(m);
     double init_s = now_s() - t0;
@@ -399,19 +328,19 @@ static void test_slow_stdio_front(void **state)
     /* a tool, a prompt and a resource of the late upstream, and a name
      * nobody holds, all before it listed */
     t0 = now_s();
-    lines_send(&l, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
-                   "\"name\":\"get-sum\",\"arguments\":{\"a\":20,\"b\":22}}}\n"
-                   "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\",\"params\":{"
-                   "\"name\":\"simple-prompt\"}}\n"
-                   "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":{"
-                   "\"uri\":\"demo://resource/static/document/features.md\"}}\n"
-                   "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
-                   "\"name\":\"nobody-has-it\",\"arguments\":{}}}\n");
+    send_text(in, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                  "\"name\":\"get-sum\",\"arguments\":{\"a\":20,\"b\":22}}}\n"
+                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"prompts/get\",\"params\":{"
+                  "\"name\":\"simple-prompt\"}}\n"
+                  "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/read\",\"params\":{"
+                  "\"uri\":\"demo://resource/static/document/features.md\"}}\n"
+                  "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
+                  "\"name\":\"nobody-has-it\",\"arguments\":{}}}\n");
     bool seen[6] = {false};
     bool changed = false;
     int answered = 0;
     for (int i = 0; i < 64 && (answered < 4 || !changed); i++) {
-        m = lines_next(&l);
+        m = mx_it_lines_next(&out, LINE_WAIT_MS);
         const char *method = json_string_value(json_object_get(m, "method"));
         json_int_t id = json_integer_value(json_object_get(m, "id"));
         json_t *result = json_object_get(m, "result");
@@ -439,14 +368,16 @@ static void test_slow_stdio_front(void **state)
     assert_int_equal(answered, 4);
     assert_true(changed);
 
-    close(l.in);
-    int st = 0;
-    for (int waited = 0; waited < 10000 && waitpid(l.pid, &st, WNOHANG) == 0; waited += 20)
-        usleep(20 * 1000);
-    lines_child = NULL;
-    close(l.out);
+    close(in); /* the client is done: mcplex stdio ends, with 0 */
+    for (int i = 0; i < 64 && (m = mx_it_lines_next(&out, LINE_WAIT_MS)) != NULL; i++)
+        json_decref(m); /* list_changed of the other kinds */
+    int st = mx_it_wait_exit(pid, 10000);
+    close(out.fd);
+    assert_true(st >= 0);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
+    free(bin);
+    free(err_path);
     free_world(&w);
     mx_it_pass();
 }
@@ -547,7 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_slow_stdio_2025, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_slow_stdio_2026, mx_it_setup, mx_it_teardown),
-        cmocka_unit_test_setup_teardown(test_slow_stdio_front, mx_it_setup, lines_teardown),
+        cmocka_unit_test_setup_teardown(test_slow_stdio_front, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_waking_hold_at_initialize, mx_it_setup,
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_waking_refuse_at_initialize, mx_it_setup,
