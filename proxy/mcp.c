@@ -72,12 +72,6 @@ enum pending_what {
     P_LIST = 1,
 };
 
-struct pwait {
-    struct upwait w;
-    struct pending *p;
-    bool active;
-};
-
 struct pending {
     struct pending *next;
     struct mx_mcp *m;
@@ -87,10 +81,7 @@ struct pending {
     enum pending_what what;
     enum mx_agg_kind kind;
     ev_timer timer;
-    size_t waiting;
-    bool starting;
-    struct pwait *waits; /* one per upstream slot at the start (reloads add slots) */
-    size_t wait_cnt;
+    struct upwaits ups;
 };
 
 int mcp_log_level(const char *name)
@@ -746,12 +737,7 @@ static void pending_free(struct pending *p)
 {
     struct sessx *sx = p->s->owner;
     ev_timer_stop(p->m->loop, &p->timer);
-    for (size_t i = 0; i < p->wait_cnt; i++) {
-        if (p->waits[i].active) {
-            mcp_up_unwait(p->m->ups[i], &p->waits[i].w);
-            p->waits[i].active = false;
-        }
-    }
+    mcp_upwaits_clear(&p->ups, p->m);
     for (struct pending **pp = &sx->pendings; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
@@ -761,7 +747,6 @@ static void pending_free(struct pending *p)
     if (p->req)
         mx_req_set_handler(p->req, NULL, NULL, NULL);
     json_decref(p->msg);
-    free(p->waits);
     free(p);
 }
 
@@ -780,15 +765,10 @@ static void pending_timer(struct ev_loop *loop, ev_timer *w, int revents)
     pending_finish(p);
 }
 
-static void pending_up_done(struct upwait *w, struct mx_mcpup *u)
+static void pending_up_done(struct upwaits *ws)
 {
-    struct pwait *pw = mx_container_of(w, struct pwait, w);
-    struct pending *p = pw->p;
-    (void)u;
-    pw->active = false;
-    p->waiting--;
-    if (p->waiting == 0 && !p->starting)
-        pending_finish(p);
+    if (ws->waiting == 0)
+        pending_finish(mx_container_of(ws, struct pending, ups));
 }
 
 static void pending_abort(struct mx_req *req, void *data)
@@ -812,27 +792,20 @@ static void pending_start(struct mx_mcp *m, struct mx_session *s, struct mx_req 
     p->msg = json_incref(msg);
     p->what = what;
     p->kind = kind;
-    p->wait_cnt = m->up_cnt;
-    p->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*p->waits));
+    mcp_upwaits_init(&p->ups, m, pending_up_done);
     p->next = sx->pendings;
     sx->pendings = p;
     ev_timer_init(&p->timer, pending_timer, (double)m->cfg->proxy.fanout_timeout_ms / 1000.0, 0.0);
-    p->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         /* kinds 0: answer from the catalogue as it is, waiting for nobody */
         if (kinds == 0 || !mcp_up_needs(u, kinds, true))
             continue;
-        p->waits[i].p = p;
-        p->waits[i].w.cb = pending_up_done;
-        p->waits[i].active = true;
-        p->waiting++;
         /* MCP checklist §9.2: initialize and lists must not hang on one
          * slow upstream; the bound above ends the wait */
-        mcp_up_refresh(u, mcp_up_session(u, s), kinds, &p->waits[i].w);
+        mcp_upwaits_add(&p->ups, u, mcp_up_session(u, s), kinds);
     }
-    p->starting = false;
-    if (p->waiting == 0) {
+    if (mcp_upwaits_started(&p->ups) == 0) {
         pending_finish(p);
         return;
     }
@@ -1021,9 +994,25 @@ static void unknown_name(struct mx_mcp *m, struct mx_req *req, struct mx_session
     respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, text);
 }
 
+static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
+                             json_t *msg, bool may_wait);
+
+static void parked_retry(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    dispatch_request(m, data, req, msg, false);
+}
+
+/* |name| is no upstream's yet: wait while one that may hold it lists
+ * (mcp_park). Returns true when the request was parked. */
+static bool park(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
+                 enum mx_agg_kind kind, const char *name, bool may_wait)
+{
+    return may_wait && mcp_park(m, s, req, msg, kind, name, parked_retry, s);
+}
+
 /* tools/call and prompts/get: by exposed name, the original restored. */
 static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
-                        enum mx_agg_kind kind)
+                        enum mx_agg_kind kind, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
@@ -1031,7 +1020,8 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *r
     const struct mx_agg_entry *e =
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
     if (e == NULL) {
-        unknown_name(m, req, s, id, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
+        if (!park(m, s, req, msg, kind, name, may_wait))
+            unknown_name(m, req, s, id, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
         return;
     }
     json_t *upmsg = json_deep_copy(msg);
@@ -1040,10 +1030,11 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_req *r
 }
 
 /* The one upstream for |uri|, or NULL after answering the client with an
- * error that names the candidates. */
+ * error that names the candidates (or parking the request). */
 static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                                  json_t *id, const char *uri, bool as_template)
+                                  json_t *msg, const char *uri, bool as_template, bool may_wait)
 {
+    json_t *id = json_object_get(msg, "id");
     struct mx_uriroute_result r;
     char text[600];
     if (uri == NULL) {
@@ -1059,6 +1050,8 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
     }
     if (r.cnt == 1)
         return m->ups[r.cands[0]];
+    if (r.cnt == 0 && park(m, s, req, msg, MX_AGG_RESOURCES, uri, may_wait))
+        return NULL;
     if (r.cnt == 0) {
         /* Not in any list: with one upstream that serves resources at all,
          * it is the only place the URI can live. */
@@ -1084,11 +1077,11 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
 }
 
 static void route_resource(struct mx_mcp *m, struct mx_session *s, struct mx_req *req, json_t *msg,
-                           const char *method)
+                           const char *method, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     const char *uri = json_string_value(json_object_get(json_object_get(msg, "params"), "uri"));
-    struct mx_mcpup *u = route_uri(m, s, req, id, uri, false);
+    struct mx_mcpup *u = route_uri(m, s, req, msg, uri, false, may_wait);
     if (u == NULL)
         return;
     int op = strcmp(method, "resources/subscribe") == 0     ? 1
@@ -1111,7 +1104,7 @@ static void route_resource(struct mx_mcp *m, struct mx_session *s, struct mx_req
 }
 
 static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                             json_t *msg)
+                             json_t *msg, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *ref = json_object_get(json_object_get(msg, "params"), "ref");
@@ -1122,7 +1115,8 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
         const struct mx_agg_entry *e =
             name ? mx_agg_lookup(mcp_view(m, MX_AGG_PROMPTS), mx_str_cstr(name)) : NULL;
         if (e == NULL) {
-            unknown_name(m, req, s, id, "prompt", name);
+            if (!park(m, s, req, msg, MX_AGG_PROMPTS, name, may_wait))
+                unknown_name(m, req, s, id, "prompt", name);
             return;
         }
         upmsg = json_deep_copy(msg);
@@ -1133,7 +1127,7 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
     }
     if (type && strcmp(type, "ref/resource") == 0) {
         const char *uri = json_string_value(json_object_get(ref, "uri"));
-        struct mx_mcpup *u = route_uri(m, s, req, id, uri, true);
+        struct mx_mcpup *u = route_uri(m, s, req, msg, uri, true, may_wait);
         if (u)
             call_start(m, s, req, msg, u, json_deep_copy(msg), 0, NULL);
         return;
@@ -1172,8 +1166,9 @@ static enum mx_agg_kind list_kind(const char *method, bool *is_list)
     return MX_AGG_TOOLS;
 }
 
+/* |may_wait|: a name no upstream holds yet may wait for lists (once). */
 static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
-                             json_t *msg)
+                             json_t *msg, bool may_wait)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
@@ -1194,15 +1189,15 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_r
     } else if (strcmp(method, "ping") == 0) {
         respond_result(m, req, s, id, json_object());
     } else if (strcmp(method, "tools/call") == 0) {
-        route_named(m, s, req, msg, MX_AGG_TOOLS);
+        route_named(m, s, req, msg, MX_AGG_TOOLS, may_wait);
     } else if (strcmp(method, "prompts/get") == 0) {
-        route_named(m, s, req, msg, MX_AGG_PROMPTS);
+        route_named(m, s, req, msg, MX_AGG_PROMPTS, may_wait);
     } else if (strcmp(method, "resources/read") == 0 ||
                strcmp(method, "resources/subscribe") == 0 ||
                strcmp(method, "resources/unsubscribe") == 0) {
-        route_resource(m, s, req, msg, method);
+        route_resource(m, s, req, msg, method, may_wait);
     } else if (strcmp(method, "completion/complete") == 0) {
-        route_completion(m, s, req, msg);
+        route_completion(m, s, req, msg, may_wait);
     } else if (strcmp(method, "logging/setLevel") == 0) {
         set_level(m, s, req, msg);
     } else if (strcmp(method, "initialize") == 0) {
@@ -1267,6 +1262,12 @@ static void s2c_orphaned(const struct mx_idmap_s2c *e, void *arg)
     json_decref(r);
 }
 
+static void parked_gone(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    respond_error(m, req, data, 404, json_object_get(msg, "id"), RPC_SESSION_GONE,
+                  "Session not found");
+}
+
 static void session_on_close(struct mx_session *s, void *data)
 {
     struct mx_mcp *m = data;
@@ -1282,6 +1283,7 @@ static void session_on_close(struct mx_session *s, void *data)
         }
         pending_free(p);
     }
+    mcp_park_drop(m, s, parked_gone, s);
     while (sx->calls) {
         struct call *c = sx->calls;
         if (!c->orphan)
@@ -1480,7 +1482,7 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     trace(m, "c2s", s, body);
     switch (kind) {
     case MX_RPC_REQUEST:
-        dispatch_request(m, s, req, msg);
+        dispatch_request(m, s, req, msg, true);
         break;
     case MX_RPC_NOTIFICATION:
         /* MCP 2025-06-18, Streamable HTTP: an accepted notification is 202 */

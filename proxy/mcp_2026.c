@@ -125,13 +125,7 @@ struct listen {
 enum fan_what {
     F_DISCOVER = 0,
     F_LIST = 1,
-    F_ROUTE = 2, /* a routed request whose name was unknown: look again after */
-};
-
-struct fanwait {
-    struct upwait w;
-    struct fan *f;
-    bool active;
+    F_ROUTE = 2, /* a listen stream following resources: dispatched again after */
 };
 
 /* A request waiting (bounded) for upstream catalogues. */
@@ -144,10 +138,7 @@ struct fan {
     enum mx_agg_kind kind;
     struct mx_mcpup *scope; /* /mcp/<server>: waits for that upstream alone */
     ev_timer timer;
-    size_t waiting;
-    bool starting;
-    struct fanwait *waits;
-    size_t wait_cnt;
+    struct upwaits ups;
 };
 
 static void dispatch(struct mcp_modern *mm, struct mx_req *req, json_t *msg, bool may_wait,
@@ -992,6 +983,21 @@ static bool any_needs(struct mx_mcp *m, unsigned kinds, const struct mx_mcpup *s
 static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum fan_what what,
                       enum mx_agg_kind kind, unsigned kinds, struct mx_mcpup *scope);
 
+static void parked_retry(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    (void)m;
+    dispatch(data, req, msg, false, NULL);
+}
+
+/* A stateless client may call before anyone listed, or while the upstream
+ * that holds the name is still starting or waking: wait for its lists
+ * (mcp_park), then look again. Returns true when the request was parked. */
+static bool park(struct mcp_modern *mm, struct mx_req *req, json_t *msg, enum mx_agg_kind kind,
+                 const char *name, bool may_wait)
+{
+    return may_wait && mcp_park(mm->m, NULL, req, msg, kind, name, parked_retry, mm);
+}
+
 /* tools/call, prompts/get and completion's ref/prompt: by exposed name. */
 static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                                          enum mx_agg_kind kind, const char *name, bool may_wait)
@@ -999,13 +1005,8 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     struct mx_mcp *m = mm->m;
     const struct mx_agg_entry *e =
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
-    if (e)
+    if (e || park(mm, req, msg, kind, name, may_wait))
         return e;
-    /* a stateless client may call before anyone listed: load, look again */
-    if (may_wait && name && any_needs(m, KIND_BIT(kind), NULL)) {
-        fan_start(mm, req, msg, F_ROUTE, kind, KIND_BIT(kind), NULL);
-        return NULL;
-    }
     char text[300];
     /* MCP 2026-07-28, Tools: an unknown tool is -32602 */
     snprintf(text, sizeof(text), "Unknown %s: %.200s", kind == MX_AGG_TOOLS ? "tool" : "prompt",
@@ -1073,12 +1074,8 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
         mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), &r);
     if (r.cnt == 1)
         return up_at(m, r.cands[0]);
-    if (r.cnt == 0 && may_wait &&
-        any_needs(m, KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL)) {
-        fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES,
-                  KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES), NULL);
+    if (r.cnt == 0 && park(mm, req, msg, MX_AGG_RESOURCES, uri, may_wait))
         return NULL;
-    }
     if (r.cnt == 0) {
         struct mx_mcpup *only = NULL;
         size_t with = 0;
@@ -1309,12 +1306,7 @@ static void fan_free(struct fan *f)
 {
     struct mcp_modern *mm = f->mm;
     ev_timer_stop(mm->m->loop, &f->timer);
-    for (size_t i = 0; i < f->wait_cnt; i++) {
-        if (f->waits[i].active) {
-            mcp_up_unwait(up_at(mm->m, i), &f->waits[i].w);
-            f->waits[i].active = false;
-        }
-    }
+    mcp_upwaits_clear(&f->ups, mm->m);
     for (struct fan **pp = &mm->fans; *pp; pp = &(*pp)->next) {
         if (*pp == f) {
             *pp = f->next;
@@ -1324,7 +1316,6 @@ static void fan_free(struct fan *f)
     if (f->req)
         mx_req_set_handler(f->req, NULL, NULL, NULL);
     json_decref(f->msg);
-    free(f->waits);
     free(f);
 }
 
@@ -1361,15 +1352,10 @@ static void fan_timer(struct ev_loop *loop, ev_timer *w, int revents)
     fan_finish(f);
 }
 
-static void fan_up_done(struct upwait *w, struct mx_mcpup *u)
+static void fan_up_done(struct upwaits *ws)
 {
-    struct fanwait *fw = mx_container_of(w, struct fanwait, w);
-    struct fan *f = fw->f;
-    (void)u;
-    fw->active = false;
-    f->waiting--;
-    if (f->waiting == 0 && !f->starting)
-        fan_finish(f);
+    if (ws->waiting == 0)
+        fan_finish(mx_container_of(ws, struct fan, ups));
 }
 
 static void fan_abort(struct mx_req *req, void *data)
@@ -1406,26 +1392,19 @@ static void fan_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, en
     f->what = what;
     f->kind = kind;
     f->scope = scope;
-    f->wait_cnt = m->up_cnt; /* a reload may add slots while this waits */
-    f->waits = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*f->waits));
+    mcp_upwaits_init(&f->ups, m, fan_up_done);
     f->next = mm->fans;
     mm->fans = f;
     ev_timer_init(&f->timer, fan_timer,
                   scope ? scope_wait_s(scope) : (double)m->cfg->proxy.fanout_timeout_ms / 1000.0,
                   0.0);
-    f->starting = true;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = up_at(m, i);
         if (kinds == 0 || (scope && u != scope) || !mcp_up_needs(u, kinds, true))
             continue;
-        f->waits[i].f = f;
-        f->waits[i].w.cb = fan_up_done;
-        f->waits[i].active = true;
-        f->waiting++;
-        mcp_up_refresh(u, mcp_up_session(u, NULL), kinds, &f->waits[i].w);
+        mcp_upwaits_add(&f->ups, u, mcp_up_session(u, NULL), kinds);
     }
-    f->starting = false;
-    if (f->waiting == 0) {
+    if (mcp_upwaits_started(&f->ups) == 0) {
         fan_finish(f);
         return;
     }
@@ -1952,11 +1931,18 @@ struct mcp_modern *mcp_modern_new(struct mx_mcp *m)
     return mm;
 }
 
+static void parked_stopping(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
+{
+    (void)data;
+    send_error(m, req, 503, json_object_get(msg, "id"), RPC_INTERNAL, "mcplex is stopping", NULL);
+}
+
 void mcp_modern_free(struct mcp_modern *mm)
 {
     if (mm == NULL)
         return;
     mm->m->modern = NULL; /* 2025 sessions closing after this count no listens */
+    mcp_park_drop(mm->m, NULL, parked_stopping, mm);
     while (mm->fans) {
         struct fan *f = mm->fans;
         if (f->req)

@@ -58,7 +58,27 @@ struct upwait {
     void (*cb)(struct upwait *w, struct mx_mcpup *u);
 };
 
+struct upwaits;
+
+struct upwait_slot {
+    struct upwait w;
+    struct upwaits *ws;
+    bool active;
+};
+
+/* A request's wait for the refreshes of several upstreams (initialize and
+ * lists of both revisions, parked routes): one slot per upstream slot at
+ * the start (reloads add slots). */
+struct upwaits {
+    struct upwait_slot *v;
+    size_t cnt;
+    size_t waiting;                 /* refreshes not ended yet */
+    bool starting;                  /* still adding: |cb| is held back */
+    void (*cb)(struct upwaits *ws); /* after the start, each time one ends */
+};
+
 struct refresh; /* mcp_up.c */
+struct park;    /* mcp_up.c */
 
 struct mx_mcpup {
     struct mx_mcp *m;
@@ -126,7 +146,8 @@ struct mx_mcp {
     bool views_dirty;
     uint64_t seen_sig[MX_AGG_KIND_CNT]; /* what clients were last told about */
     bool sig_known;
-    ev_timer announce; /* coalesces list_changed announcements */
+    ev_timer announce;  /* coalesces list_changed announcements */
+    struct park *parks; /* routed requests waiting for lists (mcp_park) */
     bool shutting_down;
     struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
 };
@@ -148,8 +169,16 @@ bool mcp_up_needs(struct mx_mcpup *u, unsigned kinds, bool for_list);
 /* Start (or join) a refresh of |u| through |via|; |w| (may be NULL) hears
  * when it ends. */
 void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struct upwait *w);
-/* Remove a waiter that no longer wants to hear. */
-void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w);
+
+/* Begin a wait over |m|'s upstreams; |cb| as in struct upwaits. */
+void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws));
+/* Start (or join) |u|'s refresh of |kinds| through |via| and wait for it. */
+void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, unsigned kinds);
+/* Done adding: returns how many refreshes are still waited for (0: none,
+ * and |cb| will not be called). */
+size_t mcp_upwaits_started(struct upwaits *ws);
+/* Stop waiting (|cb| is not called again) and free the slots. */
+void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m);
 
 /* Visible: its lists are shown to clients. */
 bool mcp_up_visible(const struct mx_mcpup *u);
@@ -179,6 +208,31 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg);
  * (|why|): counted in /metrics and /health, logged at debug level for the
  * 1st, 2nd, 4th, 8th ... drop of |u|. */
 void mcp_up_dropped(struct mx_mcpup *u, const char *method, const char *why);
+
+/* A parked request handed back (|data| as given to mcp_park()). */
+typedef void (*mcp_park_cb)(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data);
+
+/*
+ * The one wait of a routed request (tools/call, prompts/get, resources/read,
+ * completion/complete; every client path of /mcp) for lists still to come.
+ * |msg| (client request |req|) names |name|: a tool or prompt of |kind|, or
+ * with MX_AGG_RESOURCES a resource URI, that no upstream holds now. When an
+ * upstream that could hold it (one not known to lack the capability that
+ * never listed |kind|, or, for a tool or prompt, whose alias prefixes
+ * |name|) has those lists pending or is waking, the request is parked:
+ * their refreshes start (through |owner|'s
+ * upstream sessions; NULL: the shared ones) and true is returned. |retry|
+ * is then called once, to route or refuse, as soon as |name| resolves, or
+ * none of them is pending any more, or their longest wake_timeout (each
+ * within its request_timeout) has passed; never when the client went away
+ * first, or when mcp_park_drop() took the request. Returns false, touching
+ * nothing, when no such upstream is pending: refuse at once.
+ */
+bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, json_t *msg,
+              enum mx_agg_kind kind, const char *name, mcp_park_cb retry, void *data);
+/* Hand every request parked for |owner| (NULL: those of no session) to
+ * |gone|, which answers it, and forget them. */
+void mcp_park_drop(struct mx_mcp *m, const struct mx_session *owner, mcp_park_cb gone, void *data);
 
 /* Session |s| changed its log level: tell the upstream sessions. */
 void mcp_up_levels(struct mx_mcp *m, struct mx_session *s);

@@ -595,7 +595,7 @@ void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struc
     }
 }
 
-void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w)
+static void unwait(struct mx_mcpup *u, struct upwait *w)
 {
     for (struct upwait **pp = &u->waiters; *pp; pp = &(*pp)->next) {
         if (*pp == w) {
@@ -604,6 +604,56 @@ void mcp_up_unwait(struct mx_mcpup *u, struct upwait *w)
             return;
         }
     }
+}
+
+static void upwaits_one_done(struct upwait *w, struct mx_mcpup *u)
+{
+    struct upwait_slot *slot = mx_container_of(w, struct upwait_slot, w);
+    struct upwaits *ws = slot->ws;
+    (void)u;
+    slot->active = false;
+    ws->waiting--;
+    if (!ws->starting)
+        ws->cb(ws);
+}
+
+void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws))
+{
+    memset(ws, 0, sizeof(*ws));
+    ws->cnt = m->up_cnt;
+    ws->v = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*ws->v));
+    ws->starting = true;
+    ws->cb = cb;
+}
+
+void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
+{
+    MX_ASSERT(u->idx < ws->cnt);
+    struct upwait_slot *slot = &ws->v[u->idx];
+    MX_ASSERT(!slot->active);
+    slot->ws = ws;
+    slot->w.cb = upwaits_one_done;
+    slot->active = true;
+    ws->waiting++;
+    mcp_up_refresh(u, via, kinds, &slot->w);
+}
+
+size_t mcp_upwaits_started(struct upwaits *ws)
+{
+    ws->starting = false;
+    return ws->waiting;
+}
+
+void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m)
+{
+    for (size_t i = 0; i < ws->cnt; i++) {
+        if (ws->v[i].active)
+            unwait(m->ups[i], &ws->v[i].w);
+        ws->v[i].active = false;
+    }
+    free(ws->v);
+    ws->v = NULL;
+    ws->cnt = 0;
 }
 
 /* ---- merged views and list_changed ---- */
@@ -747,6 +797,193 @@ void mcp_announce_now(struct mx_mcp *m)
         return;
     ev_timer_stop(m->loop, &m->announce);
     announce_cb(m->loop, &m->announce, 0);
+}
+
+/* ---- routed requests waiting for lists ---- */
+
+struct park {
+    struct mx_mcp *m;
+    struct park *next;
+    struct mx_session *owner;
+    struct mx_req *req; /* NULL once the client went away */
+    json_t *msg;
+    enum mx_agg_kind kind;
+    char *name;
+    mcp_park_cb retry;
+    void *data;
+    ev_timer timer;
+    struct upwaits ups;
+};
+
+static bool is_named(enum mx_agg_kind kind)
+{
+    return kind == MX_AGG_TOOLS || kind == MX_AGG_PROMPTS;
+}
+
+/* The lists that say where |kind|'s names go: resources with templates. */
+static unsigned route_kinds(enum mx_agg_kind kind)
+{
+    return is_named(kind) ? KIND_BIT(kind)
+                          : KIND_BIT(MX_AGG_RESOURCES) | KIND_BIT(MX_AGG_TEMPLATES);
+}
+
+/* Whether |name| reaches some upstream now (a URI several hold counts: the
+ * caller refuses it as ambiguous, and no list to come changes that). */
+static bool resolves(struct mx_mcp *m, enum mx_agg_kind kind, const char *name)
+{
+    struct mx_uriroute_result r;
+    if (is_named(kind))
+        return mx_agg_lookup(mcp_view(m, kind), mx_str_cstr(name)) != NULL;
+    mx_uriroute_find(mcp_uris(m), mx_str_cstr(name), &r);
+    if (r.cnt == 0)
+        mx_uriroute_find_template(mcp_uris(m), mx_str_cstr(name), &r);
+    return r.cnt > 0;
+}
+
+/*
+ * Whether |name| may be |u|'s once its lists are in. The name rule (README,
+ * Name rule) gives a late upstream's names its alias prefix, or with
+ * prefix = "conditional" none at all when nobody else holds them: so any
+ * name may be an unlisted upstream's. URIs are never renamed: any may be.
+ */
+static bool could_hold(const struct mx_mcpup *u, enum mx_agg_kind kind, const char *name)
+{
+    if (u->init && !offers(u, kind))
+        return false; /* it said what it serves (the catalogue too): not this */
+    if (!is_named(kind))
+        return u->lists[MX_AGG_RESOURCES] == NULL || u->lists[MX_AGG_TEMPLATES] == NULL;
+    size_t al = strlen(u->cfg->alias);
+    if (strncmp(name, u->cfg->alias, al) == 0 && name[al] == '_')
+        return true;
+    return u->lists[kind] == NULL && u->m->cfg->proxy.prefix == MX_PREFIX_CONDITIONAL;
+}
+
+/* How long a call would wait for |u| to wake: wake_timeout, and never past
+ * what request_timeout allows the call itself. */
+static double park_bound_s(const struct mx_mcpup *u)
+{
+    int64_t ms = u->cfg->wake_timeout_ms;
+    if (u->cfg->request_timeout_ms > 0 && u->cfg->request_timeout_ms < ms)
+        ms = u->cfg->request_timeout_ms;
+    return (double)ms / 1000.0;
+}
+
+static void park_free(struct park *p)
+{
+    struct mx_mcp *m = p->m;
+    ev_timer_stop(m->loop, &p->timer);
+    mcp_upwaits_clear(&p->ups, m);
+    for (struct park **pp = &m->parks; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    if (p->req)
+        mx_req_set_handler(p->req, NULL, NULL, NULL);
+    json_decref(p->msg);
+    free(p->name);
+    free(p);
+}
+
+/* Forget |p| and hand its request to |cb| (nothing when the client left). */
+static void park_end(struct park *p, mcp_park_cb cb, void *data)
+{
+    struct mx_mcp *m = p->m;
+    struct mx_req *req = p->req;
+    json_t *msg = json_incref(p->msg);
+    p->req = NULL;
+    if (req)
+        mx_req_set_handler(req, NULL, NULL, NULL);
+    park_free(p);
+    if (req)
+        cb(m, req, msg, data);
+    json_decref(msg);
+}
+
+static void park_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct park *p = mx_container_of(w, struct park, timer);
+    (void)loop;
+    (void)revents;
+    mx_log_debug(SUBSYS, "%.60s: the lists it waited for did not come in time", p->name);
+    park_end(p, p->retry, p->data);
+}
+
+static void park_up_done(struct upwaits *ws)
+{
+    struct park *p = mx_container_of(ws, struct park, ups);
+    if (ws->waiting == 0 || resolves(p->m, p->kind, p->name))
+        park_end(p, p->retry, p->data);
+}
+
+static void park_abort(struct mx_req *req, void *data)
+{
+    struct park *p = data;
+    (void)req;
+    p->req = NULL;
+    park_free(p);
+}
+
+bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, json_t *msg,
+              enum mx_agg_kind kind, const char *name, mcp_park_cb retry, void *data)
+{
+    unsigned kinds = route_kinds(kind);
+    struct park *p = NULL;
+    double bound_s = 0;
+    if (name == NULL || m->shutting_down)
+        return false;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = m->ups[i];
+        /* pending: never contacted, connecting (waking included), lists
+         * missing or being fetched; not one that failed and rests */
+        if (!mcp_up_needs(u, kinds, false) || !could_hold(u, kind, name))
+            continue;
+        if (p == NULL) {
+            p = mx_xcalloc(1, sizeof(*p));
+            p->m = m;
+            p->owner = owner;
+            p->req = req;
+            p->msg = json_incref(msg);
+            p->kind = kind;
+            p->name = mx_xstrdup(name);
+            p->retry = retry;
+            p->data = data;
+            mcp_upwaits_init(&p->ups, m, park_up_done);
+            p->next = m->parks;
+            m->parks = p;
+        }
+        if (park_bound_s(u) > bound_s)
+            bound_s = park_bound_s(u);
+        mcp_upwaits_add(&p->ups, u, mcp_up_session(u, owner), kinds);
+    }
+    if (p == NULL)
+        return false;
+    size_t waiting = mcp_upwaits_started(&p->ups);
+    if (waiting == 0) {
+        /* every refresh failed at once: no list is coming */
+        p->req = NULL;
+        park_free(p);
+        return false;
+    }
+    mx_log_debug(SUBSYS, "%.60s: no upstream holds it yet; waiting up to %.0f s for %zu list(s)",
+                 name, bound_s, waiting);
+    ev_timer_init(&p->timer, park_timer, bound_s, 0.0);
+    ev_timer_start(m->loop, &p->timer);
+    mx_req_set_handler(req, NULL, park_abort, p);
+    return true;
+}
+
+void mcp_park_drop(struct mx_mcp *m, const struct mx_session *owner, mcp_park_cb gone, void *data)
+{
+    for (;;) {
+        struct park *p = m->parks;
+        while (p && p->owner != owner)
+            p = p->next;
+        if (p == NULL)
+            return;
+        park_end(p, gone, data);
+    }
 }
 
 /* ---- messages from upstreams ---- */
@@ -1100,6 +1337,8 @@ void mx_mcp_reloaded(struct mx_mcp *m)
 
 void mcp_up_clear(struct mx_mcp *m)
 {
+    while (m->parks) /* none by now: mcp_park_drop() answered them */
+        park_free(m->parks);
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         ev_timer_stop(m->loop, &u->keepalive);

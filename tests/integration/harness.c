@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -473,8 +474,11 @@ static char *unique_log_path(const char *name, const char *ext)
     return path;
 }
 
+/* |pipe_fds| NULL: stdin from /dev/null, stdout to |out_path|; else stdin
+ * from pipe_fds[0] and stdout to pipe_fds[1] (|out_path| is then only the
+ * log printed on failure, and should be |err_path|). */
 static pid_t spawn_proc(const char *name, const char *const *argv, const char *const *env,
-                        const char *out_path, const char *err_path)
+                        const char *out_path, const char *err_path, const int *pipe_fds)
 {
     static const int reset[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP, SIGALRM,
                                 SIGCHLD, SIGUSR1, SIGUSR2, SIGQUIT};
@@ -491,9 +495,14 @@ static pid_t spawn_proc(const char *name, const char *const *argv, const char *c
         return -1;
     }
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_APPEND,
-                                     0600);
+    if (pipe_fds) {
+        posix_spawn_file_actions_adddup2(&fa, pipe_fds[0], STDIN_FILENO);
+        posix_spawn_file_actions_adddup2(&fa, pipe_fds[1], STDOUT_FILENO);
+    } else {
+        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path,
+                                         O_WRONLY | O_CREAT | O_APPEND, 0600);
+    }
     if (err_path)
         posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path,
                                          O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -538,9 +547,64 @@ pid_t mx_it_spawn(const char *name, const char *const *argv, const char *const *
                   const char *log_path)
 {
     char *path = log_path ? mx_xstrdup(log_path) : unique_log_path(name, "log");
-    pid_t pid = spawn_proc(name, argv, env, path, NULL);
+    pid_t pid = spawn_proc(name, argv, env, path, NULL, NULL);
     free(path);
     return pid;
+}
+
+pid_t mx_it_spawn_piped(const char *name, const char *const *argv, const char *const *env,
+                        const char *err_path, int *in, int *out)
+{
+    int a[2], b[2];
+    pid_t pid = -1;
+    *in = *out = -1;
+    if (pipe2(a, O_CLOEXEC) != 0)
+        return -1;
+    if (pipe2(b, O_CLOEXEC) == 0) {
+        const int child[2] = {a[0], b[1]};
+        pid = spawn_proc(name, argv, env, err_path, err_path, child);
+        close(b[1]);
+        if (pid > 0)
+            *out = b[0];
+        else
+            close(b[0]);
+    }
+    close(a[0]);
+    if (pid > 0)
+        *in = a[1];
+    else
+        close(a[1]);
+    return pid;
+}
+
+json_t *mx_it_lines_next(struct mx_it_lines *l, int wait_ms)
+{
+    for (int waited = 0;;) {
+        char *nl = memchr(l->buf, '\n', l->len);
+        if (nl) {
+            json_t *m = json_loadb(l->buf, (size_t)(nl - l->buf), JSON_REJECT_DUPLICATES, NULL);
+            if (!json_is_object(m))
+                fail_msg("not a JSON object: %.120s", l->buf);
+            l->len -= (size_t)(nl + 1 - l->buf);
+            memmove(l->buf, nl + 1, l->len);
+            return m;
+        }
+        struct pollfd p = {l->fd, POLLIN, 0};
+        if (waited >= wait_ms)
+            fail_msg("no whole line within %d ms", wait_ms);
+        if (poll(&p, 1, POLL_MS) <= 0) {
+            waited += POLL_MS;
+            continue;
+        }
+        assert_true(l->len < sizeof(l->buf));
+        ssize_t n = read(l->fd, l->buf + l->len, sizeof(l->buf) - l->len);
+        assert_true(n >= 0);
+        if (n == 0) {
+            assert_int_equal(l->len, 0); /* nothing but whole lines */
+            return NULL;
+        }
+        l->len += (size_t)n;
+    }
 }
 
 int mx_it_signal(pid_t pid, int sig)
@@ -849,7 +913,7 @@ int mx_it_run(const char *name, const char *const *argv, const char *const *env,
               char **output)
 {
     char *log = unique_log_path(name, "log");
-    pid_t pid = spawn_proc(name, argv, env, log, NULL);
+    pid_t pid = spawn_proc(name, argv, env, log, NULL, NULL);
     int rc = MX_EIO;
     if (pid > 0) {
         rc = mx_it_wait_exit(pid, timeout_ms);
@@ -912,7 +976,7 @@ pid_t mx_it_node_start(const char *script, const char *const *args, const char *
     for (const char *const *a = args; a && *a && argc < 31; a++)
         argv[argc++] = *a;
     argv[argc] = NULL;
-    pid = spawn_proc(name, argv, env, out_path, err_path);
+    pid = spawn_proc(name, argv, env, out_path, err_path, NULL);
     free(path);
     free(name);
     free(out_path);

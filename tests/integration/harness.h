@@ -61,6 +61,27 @@ const char *mx_it_source_dir(void);
  */
 pid_t mx_it_spawn(const char *name, const char *const *argv, const char *const *env,
                   const char *log_path);
+/*
+ * Start |argv| as mx_it_spawn() does, but with its stdin and stdout on pipes
+ * (a stdio client's side of it: *|in| is written to its stdin, *|out| reads
+ * its stdout; the caller closes both) and its stderr appended to
+ * |err_path|, the log printed on failure. Returns the pid, or -1 (nothing
+ * to close then).
+ */
+pid_t mx_it_spawn_piped(const char *name, const char *const *argv, const char *const *env,
+                        const char *err_path, int *in, int *out);
+
+/* Newline-delimited JSON read from a descriptor (a stdio MCP stream). */
+struct mx_it_lines {
+    int fd;
+    size_t len;
+    char buf[1024 * 1024];
+};
+/* The next line of |l->fd| parsed (duplicate keys refused), or NULL at its
+ * end, which must come after a whole line. Fails the test on a line that
+ * is no JSON object and after |wait_ms| without a whole line. */
+json_t *mx_it_lines_next(struct mx_it_lines *l, int wait_ms);
+
 /* Send |sig| to a process started by mx_it_spawn() that has not been reaped.
  * Returns 0, MX_ENOTFOUND (not ours or already reaped) or MX_EIO. */
 int mx_it_signal(pid_t pid, int sig);

@@ -44,12 +44,11 @@
 #include "alloc.h"
 #include "harness.h"
 
-#define PAGE_SIZE    7
-#define MAX_RUNS     16
-#define EOF_EXIT_MS  1500.0 /* the SDK sends SIGTERM after 2000 ms */
-#define RAW_WAIT_MS  15000
-#define RAW_EXIT_MS  5000
-#define RAW_LINE_CAP (1024 * 1024)
+#define PAGE_SIZE   7
+#define MAX_RUNS    16
+#define EOF_EXIT_MS 1500.0 /* the SDK sends SIGTERM after 2000 ms */
+#define RAW_WAIT_MS 15000
+#define RAW_EXIT_MS 5000
 
 struct world {
     char sim1_token[MX_IT_CANARY_SIZE];
@@ -573,37 +572,17 @@ static void test_stdio_front_aggregate(void **state)
 
 struct raw {
     pid_t pid;
-    int in;  /* mcplex's stdin */
-    int out; /* mcplex's stdout */
-    char buf[RAW_LINE_CAP];
-    size_t len;
+    int in;                 /* mcplex's stdin; -1 once closed */
+    struct mx_it_lines out; /* mcplex's stdout */
 };
-
-static struct raw *raw_child; /* killed by the teardown if a check failed */
 
 static void raw_start(struct raw *r, const char *cfg_path, const char *err_path)
 {
-    int in[2], out[2];
     char *bin = mcplex_bin();
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-    int err = open(err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    assert_true(err >= 0);
-    r->len = 0;
-    r->pid = fork();
-    assert_true(r->pid >= 0);
-    if (r->pid == 0) {
-        if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err, 2) < 0)
-            _exit(127);
-        execl(bin, bin, "stdio", "-c", cfg_path, (char *)NULL);
-        _exit(127);
-    }
-    raw_child = r;
-    close(in[0]);
-    close(out[1]);
-    close(err);
-    r->in = in[1];
-    r->out = out[0];
+    const char *argv[] = {bin, "stdio", "-c", cfg_path, NULL};
+    r->out.len = 0;
+    r->pid = mx_it_spawn_piped("mcplex-stdio", argv, NULL, err_path, &r->in, &r->out.fd);
+    assert_true(r->pid > 0);
     free(bin);
 }
 
@@ -616,52 +595,19 @@ static void raw_send(struct raw *r, const char *line)
 /* The next line mcplex writes, parsed; NULL at EOF. Fails after RAW_WAIT_MS. */
 static json_t *raw_next(struct raw *r)
 {
-    for (int waited = 0;;) {
-        char *nl = memchr(r->buf, '\n', r->len);
-        if (nl) {
-            json_t *m = json_loadb(r->buf, (size_t)(nl - r->buf), JSON_REJECT_DUPLICATES, NULL);
-            if (!json_is_object(m))
-                fail_msg("not JSON on stdout: %.120s", r->buf);
-            r->len -= (size_t)(nl + 1 - r->buf);
-            memmove(r->buf, nl + 1, r->len);
-            return m;
-        }
-        struct pollfd p = {r->out, POLLIN, 0};
-        if (waited >= RAW_WAIT_MS)
-            fail_msg("no line from mcplex stdio within %d ms", RAW_WAIT_MS);
-        if (poll(&p, 1, 100) <= 0) {
-            waited += 100;
-            continue;
-        }
-        assert_true(r->len < sizeof(r->buf));
-        ssize_t n = read(r->out, r->buf + r->len, sizeof(r->buf) - r->len);
-        assert_true(n >= 0);
-        if (n == 0) {
-            assert_int_equal(r->len, 0); /* nothing but whole lines */
-            return NULL;
-        }
-        r->len += (size_t)n;
-    }
+    return mx_it_lines_next(&r->out, RAW_WAIT_MS);
 }
 
 /* Wait for the exit status; fails after RAW_EXIT_MS. */
 static int raw_wait(struct raw *r)
 {
-    int st;
-    for (int waited = 0; waited < RAW_EXIT_MS; waited += 20) {
-        pid_t p = waitpid(r->pid, &st, WNOHANG);
-        if (p == r->pid) {
-            raw_child = NULL;
-            close(r->out);
-            if (r->in >= 0)
-                close(r->in);
-            return st;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    fail_msg("mcplex stdio (pid %d) still running after %d ms", (int)r->pid, RAW_EXIT_MS);
-    return -1;
+    int st = mx_it_wait_exit(r->pid, RAW_EXIT_MS);
+    if (st < 0)
+        fail_msg("mcplex stdio (pid %d) still running after %d ms", (int)r->pid, RAW_EXIT_MS);
+    close(r->out.fd);
+    if (r->in >= 0)
+        close(r->in);
+    return st;
 }
 
 static void raw_initialize(struct raw *r)
@@ -714,7 +660,7 @@ static size_t raw_flood(struct raw *r, int cnt, size_t size, int stall_ms)
         if (ms > stall_ms + RAW_WAIT_MS)
             fail_msg("%d of %d answers after %ld ms", answers, cnt, ms);
         struct pollfd p[2] = {{sent < total ? r->in : -1, POLLOUT, 0},
-                              {reading ? r->out : -1, POLLIN, 0}};
+                              {reading ? r->out.fd : -1, POLLIN, 0}};
         if (poll(p, 2, 20) < 0)
             continue;
         if (p[0].revents & POLLOUT) {
@@ -739,16 +685,6 @@ static size_t raw_flood(struct raw *r, int cnt, size_t size, int stall_ms)
     free(all);
     free(msg);
     return before_read;
-}
-
-static int raw_teardown(void **state)
-{
-    if (raw_child && raw_child->pid > 0) {
-        kill(raw_child->pid, SIGKILL);
-        waitpid(raw_child->pid, NULL, 0);
-        raw_child = NULL;
-    }
-    return mx_it_teardown(state);
 }
 
 static void test_stdio_front_raw(void **state)
@@ -944,8 +880,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_stdio_front_aggregate, mx_it_setup, mx_it_teardown),
-        cmocka_unit_test_setup_teardown(test_stdio_front_raw, mx_it_setup, raw_teardown),
-        cmocka_unit_test_setup_teardown(test_stdio_front_2026, mx_it_setup, raw_teardown),
+        cmocka_unit_test_setup_teardown(test_stdio_front_raw, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_stdio_front_2026, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
