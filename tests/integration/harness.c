@@ -1126,6 +1126,35 @@ pid_t mx_it_start_mcplex_tls(const char *config_path, int port, const char *ca)
     return pid;
 }
 
+int mx_it_start_sim_behind_mcplex(const char *listen_extra, char **ca)
+{
+    char secret[MX_IT_CANARY_SIZE];
+    int sim_port;
+    mx_it_canary(secret, sizeof(secret));
+    assert_true(mx_it_start_sim("sim", secret, NULL, &sim_port) > 0);
+    char *sec = mx_it_path("sim.secret");
+    assert_int_equal(mx_it_write_file(sec, secret, strlen(secret)), 0);
+    int port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = %s\n%s"
+                             "[proxy]\nstate_dir = \"%s\"\n"
+                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "auth = \"bearer\"\nsecret = \"file:%s\"\n",
+                             port, ca ? "true" : "false", listen_extra, mx_it_dir(), sim_port, sec);
+    char *path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
+    if (ca) {
+        /* the first serve makes the local CA in the state dir */
+        *ca = mx_it_path("certs/ca.pem");
+        assert_true(mx_it_start_mcplex_tls(path, port, *ca) > 0);
+    } else {
+        assert_true(mx_it_start_mcplex(path, port) > 0);
+    }
+    free(sec);
+    free(cfg);
+    free(path);
+    return port;
+}
+
 /* ---- cmocka glue ------------------------------------------------------ */
 
 int mx_it_setup(void **state)

@@ -158,6 +158,14 @@ pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *e
 pid_t mx_it_start_mcplex(const char *config_path, int port);
 
 /*
+ * mcplex in front of one sandbox-sim "sim" (a random bearer, read from a
+ * file): |listen_extra| (lines or "") goes into [listen]; with |ca| not NULL
+ * over TLS with the state dir's own CA, whose path goes to *|ca| (caller
+ * frees). Fails the test when either does not start; returns mcplex's port.
+ */
+int mx_it_start_sim_behind_mcplex(const char *listen_extra, char **ca);
+
+/*
  * Trust the PEM CA file |ca_file| for https:// URLs in mx_it_http*() and
  * the waits above, until the test ends (NULL: the system store again).
  */

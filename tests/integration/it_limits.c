@@ -38,40 +38,9 @@ static const char init_body[] =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
     "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
 
-/* mcplex with one sandbox-sim behind it and |listen_extra| in [listen];
- * with |ca| not NULL over TLS, whose CA file path goes to *|ca|. */
-static int start_with(const char *listen_extra, char **ca)
-{
-    char secret[MX_IT_CANARY_SIZE];
-    int sim_port;
-    mx_it_canary(secret, sizeof(secret));
-    assert_true(mx_it_start_sim("sim", secret, NULL, &sim_port) > 0);
-    char *sec = mx_it_path("sim.secret");
-    assert_int_equal(mx_it_write_file(sec, secret, strlen(secret)), 0);
-    int port = mx_it_free_port();
-    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = %s\n%s"
-                             "[proxy]\nstate_dir = \"%s\"\n"
-                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
-                             "auth = \"bearer\"\nsecret = \"file:%s\"\n",
-                             port, ca ? "true" : "false", listen_extra, mx_it_dir(), sim_port, sec);
-    char *path = mx_it_path("mcplex.toml");
-    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
-    if (ca) {
-        /* the first serve makes the local CA in the state dir */
-        *ca = mx_it_path("certs/ca.pem");
-        assert_true(mx_it_start_mcplex_tls(path, port, *ca) > 0);
-    } else {
-        assert_true(mx_it_start_mcplex(path, port) > 0);
-    }
-    free(sec);
-    free(cfg);
-    free(path);
-    return port;
-}
-
 static int start(const char *listen_extra)
 {
-    return start_with(listen_extra, NULL);
+    return mx_it_start_sim_behind_mcplex(listen_extra, NULL);
 }
 
 /* How many lines of mcplex's log contain |needle|. */
@@ -346,7 +315,7 @@ static void test_limits_requests_per_connection(void **state)
 {
     (void)state;
     char *ca = NULL;
-    int port = start_with("max_requests_per_connection = 3\n", &ca);
+    int port = mx_it_start_sim_behind_mcplex("max_requests_per_connection = 3\n", &ca);
     char *url = mx_xasprintf("https://127.0.0.1:%d/health", port);
     bool fresh[7], closing[7];
     /* every request is answered; the third on each connection says
