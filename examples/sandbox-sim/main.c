@@ -35,6 +35,7 @@ struct cli {
     int64_t drop_after_events;
     bool conformance;
     bool whoami_credential;
+    const char *bad_header;
     int64_t list_ttl_ms;
     int64_t extra_tools;
 };
@@ -69,6 +70,8 @@ static void usage(FILE *f)
           "                           instead of the sim's own tools (see README)\n"
           "  --whoami-credential yes  whoami also answers the credential header it got\n"
           "                           (a misbehaving server, for leak tests)\n"
+          "  --bad-header NAME        every JSON answer at /mcp carries header NAME with\n"
+          "                           a bare CR in its value (a misbehaving server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -129,6 +132,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->cookie_env = val;
         } else if (strcmp(flag, "--log-level") == 0) {
             cli->log_level = val;
+        } else if (strcmp(flag, "--bad-header") == 0) {
+            cli->bad_header = val;
         } else if (strcmp(flag, "--whoami-credential") == 0) {
             cli->whoami_credential = strcmp(val, "yes") == 0;
         } else if (strcmp(flag, "--list-ttl-ms") == 0) {
@@ -263,6 +268,7 @@ int main(int argc, char **argv)
         return 1;
     }
     sim.whoami_credential = cli.whoami_credential;
+    sim.bad_header = cli.bad_header;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);

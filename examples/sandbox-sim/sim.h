@@ -125,6 +125,7 @@ struct mx_sim {
     int64_t list_ttl_ms;       /* ttlMs on list results; 0: none */
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
     bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
+    const char *bad_header;    /* --bad-header: this header's value gets a bare CR */
 
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;

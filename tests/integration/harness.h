@@ -157,6 +157,14 @@ pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *e
  * (plain HTTP); waits until GET /health answers 200. Returns the pid or -1. */
 pid_t mx_it_start_mcplex(const char *config_path, int port);
 
+/* A TCP connection to 127.0.0.1:|port|, from the loopback address |from|
+ * (NULL: any); fails the test when it cannot connect. */
+int mx_it_connect_from(const char *from, int port);
+/* Send |len| bytes of |req| on |fd|, read until the peer closes or nothing
+ * came for |timeout_ms| (at most 16 KiB), close |fd|; the answer, "" when
+ * none came (caller frees). */
+char *mx_it_raw_exchange(int fd, const char *req, size_t len, int timeout_ms);
+
 /*
  * mcplex in front of one sandbox-sim "sim" (a random bearer, read from a
  * file): |listen_extra| (lines or "") goes into [listen]; with |ca| not NULL

@@ -63,23 +63,6 @@ static int log_lines_with(const char *needle)
     return n;
 }
 
-/* A TCP connection to 127.0.0.1:|port| from the loopback address |from|. */
-static int connect_from(const char *from, int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in src = {0};
-    src.sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
-    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
-    struct sockaddr_in dst = {0};
-    dst.sin_family = AF_INET;
-    dst.sin_port = htons((uint16_t)port);
-    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
-    return fd;
-}
-
 /* Wait up to |ms| for |fd| to be closed by the peer (EOF or reset). */
 static bool closed_by_peer(int fd, int ms)
 {
@@ -95,22 +78,9 @@ static bool closed_by_peer(int fd, int ms)
  * frees), "" when none came. */
 static char *health_text_from(const char *from, int port)
 {
-    int fd = connect_from(from, port);
     static const char req[] =
         "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    assert_true(write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1));
-    char buf[16384];
-    size_t got = 0;
-    struct pollfd p = {fd, POLLIN, 0};
-    while (got < sizeof(buf) - 1 && poll(&p, 1, 5000) > 0) {
-        ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return mx_xstrdup(buf);
+    return mx_it_raw_exchange(mx_it_connect_from(from, port), req, sizeof(req) - 1, 5000);
 }
 
 /* The status of GET /health from |from|, or 0. */
@@ -149,10 +119,10 @@ static void test_limits_connections_per_client(void **state)
     /* 127.0.0.1 holds its four connections open, idle */
     int held[PER_CLIENT];
     for (int i = 0; i < PER_CLIENT; i++)
-        held[i] = connect_from("127.0.0.1", port);
+        held[i] = mx_it_connect_from("127.0.0.1", port);
     /* then floods: every further connection is closed at once */
     for (int i = 0; i < FLOOD; i++) {
-        int fd = connect_from("127.0.0.1", port);
+        int fd = mx_it_connect_from("127.0.0.1", port);
         assert_true(closed_by_peer(fd, 3000));
         close(fd);
     }
