@@ -24,11 +24,18 @@
 #define MX_CONN_OUT_LOW    (64 * 1024)        /* below: they are told to go on */
 #define MX_CONN_OUT_CAP    (64 * 1024 * 1024) /* a producer ignoring the above: close */
 
+/* Lingering close (mx_conn_linger_close): how long and how much of a peer's
+ * unread upload is read and dropped after our answer, at most. */
+#define MX_CONN_LINGER_S      5.0                 /* in all */
+#define MX_CONN_LINGER_IDLE_S 2.0                 /* without a byte from the peer */
+#define MX_CONN_LINGER_BYTES  (64u * 1024 * 1024) /* then close anyway */
+
 enum mx_conn_state {
     MX_CONN_HANDSHAKE = 0, /* transport handshake (TLS) in progress */
     MX_CONN_SNIFF = 1,     /* plain socket: waiting for enough bytes to tell h2 from h1 */
     MX_CONN_OPEN = 2,      /* a front end is attached */
-    MX_CONN_CLOSED = 3,    /* closed, waiting for the reaper */
+    MX_CONN_LINGER = 3,    /* answered and our side ended: dropping what the peer still sends */
+    MX_CONN_CLOSED = 4,    /* closed, waiting for the reaper */
 };
 
 struct mx_conn;
@@ -79,6 +86,7 @@ struct mx_conn {
     bool out_high;    /* output went above MX_CONN_OUT_HIGH since the last drained() */
     bool close_after; /* close once the output is written */
     bool eof;         /* the peer ended its side */
+    bool linger;      /* mx_conn_linger_close(): linger once the output is written */
     int in_call;      /* depth of handler calls into the front end */
 };
 
@@ -92,7 +100,29 @@ void mx_conn_dispatch(struct mx_conn *c, struct mx_req *req);
 void mx_conn_close(struct mx_conn *c);
 /* Close once the queued output is written. */
 void mx_conn_close_after(struct mx_conn *c);
+/*
+ * Close once the queued output is written, gracefully for a peer that may
+ * still be sending (a refused upload): end our side (TLS close_notify, then
+ * a TCP half-close) and read and drop what arrives until the peer closes or
+ * the MX_CONN_LINGER_* bounds, so that closing with unread bytes does not
+ * reset the connection and destroy the answer before the peer reads it
+ * (RFC 9112 §9.6). The front end is told the connection closed (proto->closed)
+ * when lingering starts and sees it closed from then on.
+ */
+void mx_conn_linger_close(struct mx_conn *c);
+/* Closed, or lingering: the front end can do nothing more with it. */
 bool mx_conn_is_closed(const struct mx_conn *c);
+
+/*
+ * The body of an answer a front end gives by itself, before any handler
+ * (limits, timeouts, malformed requests): a JSON-RPC error with id null
+ * (JSON-RPC 2.0 §5: the request could not be read), since MCP clients read
+ * errors from the body. The message is |what|, or for a NULL |what| one
+ * derived from |status| that names the [listen] key of a size limit.
+ * Returns its length (at most |cap| - 1).
+ */
+size_t mx_conn_refusal_body(const struct mx_conn *c, int status, const char *what, char *buf,
+                            size_t cap);
 
 /*
  * Queue |len| bytes. Returns 0, or MX_ECLOSED when the connection is closed

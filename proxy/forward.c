@@ -494,8 +494,14 @@ static void relay(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *
     mx_upreq_hdrs_init(&h);
     for (size_t k = 0; k < sizeof(pass_req) / sizeof(pass_req[0]); k++) {
         const struct mx_str *v = mx_req_header(req, pass_req[k]);
-        if (v)
-            mx_upreq_hdrs_add(&h, pass_req[k], *v);
+        if (v && mx_upreq_hdrs_add(&h, pass_req[k], *v) == MX_EINVAL) {
+            char why[128];
+            snprintf(why, sizeof(why), "invalid header: %s holds a control character", pass_req[k]);
+            mx_upreq_hdrs_clear(&h);
+            answer_error(f, 400, MX_RPC_INVALID_REQUEST, why);
+            fwd_free(f);
+            return;
+        }
     }
     mx_upreq_hdrs_auth(&h, up->cfg);
 

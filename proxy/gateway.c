@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "rpc.h"
 #include "stdio_serve.h"
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
@@ -35,8 +36,12 @@ struct mx_upstream *mx_gateway_upstream(struct mx_gateway *gw, struct mx_str nam
 /* Host, Origin and client token, before anything else looks at the request. */
 static bool guard_pass(struct mx_gateway *gw, struct mx_req *req)
 {
-    struct mx_guard_req g = {mx_req_method(req), mx_req_path(req), mx_req_header(req, "Host"),
-                             mx_req_header(req, "Origin"), mx_req_header(req, "Authorization")};
+    struct mx_guard_req g = {mx_req_method(req),
+                             mx_req_path(req),
+                             mx_req_header(req, "Host"),
+                             mx_req_header(req, "Origin"),
+                             mx_req_header(req, "Authorization"),
+                             mx_req_header(req, "Accept")};
     enum mx_guard_verdict v = mx_guard_check(&gw->guard, &g);
     if (v == MX_GUARD_OK)
         return true;
@@ -44,7 +49,12 @@ static bool guard_pass(struct mx_gateway *gw, struct mx_req *req)
      * fill the log; /health counts them. */
     gw->refused++;
     mx_log_debug("guard", "refused request from %s: %s", mx_req_peer(req), mx_guard_message(v));
-    mx_gateway_error(req, 403, mx_guard_message(v));
+    /* A JSON-RPC error (id null: nothing was read), as MCP clients read it. */
+    json_t *e = mx_rpc_error_new(json_null(), MX_RPC_INVALID_REQUEST, mx_guard_message(v), NULL);
+    char *body = mx_rpc_dump(e);
+    json_decref(e);
+    mx_req_respond(req, mx_guard_status(v), NULL, 0, "application/json", body, strlen(body));
+    free(body);
     return false;
 }
 

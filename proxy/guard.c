@@ -130,6 +130,68 @@ static bool token_ok(const struct mx_guard_cfg *cfg, const struct mx_str *auth)
     return mx_secret_equal(cfg->client_token, tok.p, tok.len);
 }
 
+bool mx_guard_header_value_ok(struct mx_str v)
+{
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char c = (unsigned char)v.p[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* Whether the parameters |params| of one Accept member say q=0. */
+static bool q_zero(struct mx_str params)
+{
+    while (params.len) {
+        const char *semi = memchr(params.p, ';', params.len);
+        size_t n = semi ? (size_t)(semi - params.p) : params.len;
+        struct mx_str p = mx_str_trim(mx_str_make(params.p, n));
+        if (p.len >= 2 && (p.p[0] == 'q' || p.p[0] == 'Q') && p.p[1] == '=') {
+            /* RFC 9110 §12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" ... ) */
+            size_t i = 2;
+            if (i == p.len || p.p[i] != '0')
+                return false;
+            for (i++; i < p.len; i++) {
+                if (p.p[i] != '.' && p.p[i] != '0')
+                    return false;
+            }
+            return true;
+        }
+        params = semi ? mx_str_make(semi + 1, params.len - n - 1) : mx_str_make(params.p, 0);
+    }
+    return false;
+}
+
+bool mx_guard_accepts_sse(const struct mx_str *accept)
+{
+    if (accept == NULL)
+        return false;
+    struct mx_str rest = *accept;
+    while (rest.len) {
+        const char *comma = memchr(rest.p, ',', rest.len);
+        size_t n = comma ? (size_t)(comma - rest.p) : rest.len;
+        struct mx_str member = mx_str_make(rest.p, n);
+        const char *semi = memchr(member.p, ';', member.len);
+        size_t tl = semi ? (size_t)(semi - member.p) : member.len;
+        struct mx_str type = mx_str_trim(mx_str_make(member.p, tl));
+        struct mx_str params =
+            semi ? mx_str_make(semi + 1, member.len - tl - 1) : mx_str_make("", 0);
+        if (mx_str_caseeq_cstr(type, "text/event-stream") && !q_zero(params))
+            return true;
+        rest = comma ? mx_str_make(comma + 1, rest.len - n - 1) : mx_str_make(rest.p, 0);
+    }
+    return false;
+}
+
+/* /mcp or /mcp/<anything>: the MCP endpoints, whose GET opens an SSE stream. */
+static bool mcp_path(struct mx_str path)
+{
+    static const struct mx_str mcp = {"/mcp", 4};
+    return path.len >= mcp.len && memcmp(path.p, mcp.p, mcp.len) == 0 &&
+           (path.len == mcp.len || path.p[mcp.len] == '/');
+}
+
 enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struct mx_guard_req *req)
 {
     /* RFC 9112 §3.2: an HTTP/1.1 request without Host is invalid anyway. */
@@ -144,7 +206,22 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struc
         if (!health && !token_ok(cfg, req->authorization))
             return MX_GUARD_NO_TOKEN;
     }
+    /*
+     * A GET at an MCP endpoint only ever opens an SSE stream (MCP 2025-06-18,
+     * Streamable HTTP: the client MUST list text/event-stream in Accept). A
+     * page can make a browser send a GET with no Origin and no custom header
+     * (an <img> or <script> tag), whose Accept names images and the wildcard range; refused
+     * here, it never reaches an upstream with its credential nor wakes one.
+     */
+    if (mx_str_eq(req->method, MX_STR_LIT("GET")) && mcp_path(req->path) &&
+        !mx_guard_accepts_sse(req->accept))
+        return MX_GUARD_NOT_STREAM;
     return MX_GUARD_OK;
+}
+
+int mx_guard_status(enum mx_guard_verdict v)
+{
+    return v == MX_GUARD_NOT_STREAM ? 406 : 403;
 }
 
 const char *mx_guard_message(enum mx_guard_verdict v)
@@ -160,6 +237,9 @@ const char *mx_guard_message(enum mx_guard_verdict v)
     case MX_GUARD_NO_TOKEN:
         return "missing or wrong client token: configure your MCP client to send "
                "'Authorization: Bearer <token>' with the token named by [listen] client_token";
+    case MX_GUARD_NOT_STREAM:
+        return "Not Acceptable: a GET at an MCP endpoint opens an SSE stream, and its Accept "
+               "must list text/event-stream";
     }
     return "refused";
 }

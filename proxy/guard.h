@@ -25,6 +25,7 @@ struct mx_guard_req {
     const struct mx_str *host;          /* NULL when absent */
     const struct mx_str *origin;        /* NULL when absent */
     const struct mx_str *authorization; /* NULL when absent */
+    const struct mx_str *accept;        /* NULL when absent */
 };
 
 enum mx_guard_verdict {
@@ -32,6 +33,7 @@ enum mx_guard_verdict {
     MX_GUARD_BAD_HOST,   /* 403: Host is not loopback nor the configured name */
     MX_GUARD_BAD_ORIGIN, /* 403: Origin present, not allowed and not the Host's own */
     MX_GUARD_NO_TOKEN,   /* 403: client token required and missing or wrong */
+    MX_GUARD_NOT_STREAM, /* 406: a GET at /mcp or /mcp/<server> that asks for no SSE stream */
 };
 
 enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg,
@@ -39,6 +41,21 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg,
 
 /* A client-facing sentence for |v| (never mentions a secret value). */
 const char *mx_guard_message(enum mx_guard_verdict v);
+/* The HTTP status that refuses |v| (403, or 406 for MX_GUARD_NOT_STREAM). */
+int mx_guard_status(enum mx_guard_verdict v);
+
+/* Whether the Accept value |accept| (NULL: absent) lists text/event-stream
+ * itself with a q above 0; wildcard ranges do not count. */
+bool mx_guard_accepts_sse(const struct mx_str *accept);
+
+/*
+ * Whether a header value may cross mcplex, in either direction: no control
+ * byte but HTAB (RFC 9110 §5.5: field-value is VCHAR, obs-text, SP, HTAB).
+ * A CR or LF would let the sender write header lines of its choosing to the
+ * other side; the other control bytes are refused along with them. The one
+ * check for every value copied between a client and an upstream.
+ */
+bool mx_guard_header_value_ok(struct mx_str value);
 
 /* Whether |host| (a Host header value, with optional port) names this
  * machine's loopback: localhost, *.localhost, 127.0.0.0/8, [::1]. */

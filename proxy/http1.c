@@ -39,20 +39,22 @@ static struct h1 *h1_of(struct mx_conn *c)
     return c->proto_data;
 }
 
+/* Answer |status| ourselves and close; the peer may still be sending the
+ * request (an upload over max_body), so the close lingers (conn.h). */
 static void simple_response(struct mx_conn *c, int status, const char *msg)
 {
-    char body[256];
-    char head[512];
-    int bl = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
+    char body[512];
+    char head[256];
+    size_t bl = mx_conn_refusal_body(c, status, msg, body, sizeof(body));
     int hl = snprintf(head, sizeof(head),
                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                       status, mx_http_reason(status), bl);
-    if (mx_conn_write(c, head, (size_t)hl) || mx_conn_write(c, body, (size_t)bl))
+    if (mx_conn_write(c, head, (size_t)hl) || mx_conn_write(c, body, bl))
         return;
     mx_conn_pause_read(c, true);
     mx_conn_set_timer(c, 0);
-    mx_conn_close_after(c);
+    mx_conn_linger_close(c);
     mx_conn_flush(c);
 }
 
@@ -349,8 +351,7 @@ static void parse_input(struct mx_conn *c)
                         status);
         else
             mx_log_debug("http", "conn#%lu bad request: %s", c->id, http_errno_name(e));
-        simple_response(c, status,
-                        status == 400 ? "malformed HTTP request" : mx_http_reason(status));
+        simple_response(c, status, status == 400 ? "malformed HTTP request" : NULL);
         return;
     }
     mx_buf_consume(&c->in, n);

@@ -237,19 +237,19 @@ static int submit_head(struct h2_stream *s, int status, const struct mx_hdr_out 
 /* Answer a request ourselves (limits, timeouts); the handler never sees it. */
 static void refuse(struct h2_stream *s, int status, const char *msg)
 {
-    char body[256];
+    char body[512];
     if (s->refuse_status || s->dispatched || s->closed)
         return;
     s->refuse_status = status;
     ev_timer_stop(s->h->c->loop, &s->timer);
-    int bl = snprintf(body, sizeof(body), "{\"error\":\"%s\"}\n", msg);
+    size_t bl = mx_conn_refusal_body(s->h->c, status, msg, body, sizeof(body));
     mx_buf_reset(&s->out);
-    mx_buf_append(&s->out, body, (size_t)bl);
+    mx_buf_append(&s->out, body, bl);
     s->eof = true;
     s->req->started = true;
     s->req->ended = true;
     static const struct mx_hdr_out ct[] = {{"Content-Type", "application/json"}};
-    if (submit_head(s, status, ct, 1, bl, true) != 0)
+    if (submit_head(s, status, ct, 1, (long long)bl, true) != 0)
         nghttp2_submit_rst_stream(s->h->ngh, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
     s->h->work = true;
     mx_conn_kick(s->h->c);
@@ -425,7 +425,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
             req->method[valuelen] = '\0';
         } else if (name_is(name, namelen, ":path")) {
             if (mx_buf_append(&req->url, v, valuelen)) {
-                refuse(s, 414, mx_http_reason(414));
+                refuse(s, 414, NULL);
                 return 0;
             }
         } else if (name_is(name, namelen, ":authority")) {
@@ -441,7 +441,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
             rc = mx_req_add_header_piece(req, false, v, valuelen);
     }
     if (rc)
-        refuse(s, 431, mx_http_reason(431));
+        refuse(s, 431, NULL);
     return 0;
 }
 
@@ -470,7 +470,7 @@ static void head_complete(struct h2 *h, struct h2_stream *s)
         if (v > (int64_t)o->max_body) {
             mx_log_warn("http2", "conn#%lu from %s: request over a size limit (413)", h->c->id,
                         h->c->peer);
-            refuse(s, 413, mx_http_reason(413));
+            refuse(s, 413, NULL);
         }
     }
 }
@@ -552,7 +552,7 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
     if (mx_buf_append(&s->req->body, data, len)) {
         mx_log_warn("http2", "conn#%lu from %s: request over a size limit (413)", h->c->id,
                     h->c->peer);
-        refuse(s, 413, mx_http_reason(413));
+        refuse(s, 413, NULL);
         return 0;
     }
     h->body_bytes += len;

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include <jansson.h>
+
 #include "alloc.h"
 #include "conn.h"
 #include "err.h"
@@ -26,6 +28,7 @@
 #include "limit.h"
 #include "log.h"
 #include "num.h"
+#include "rpc.h"
 #include "tls.h"
 
 #define MAX_LISTEN   4
@@ -70,6 +73,8 @@ struct core_conn {
     bool proto_kick;    /* the front end asked for a kick */
     bool flush_soon;    /* on the server's flush list */
     struct core_conn *flush_next;
+    size_t linger_bytes;    /* MX_CONN_LINGER: peer bytes dropped */
+    ev_tstamp linger_start; /* MX_CONN_LINGER: since when */
 };
 
 static struct core_conn *cc(struct mx_conn *c)
@@ -99,6 +104,30 @@ void mx_conn_dispatch(struct mx_conn *c, struct mx_req *req)
     c->srv->on_request(req, c->srv->data);
 }
 
+size_t mx_conn_refusal_body(const struct mx_conn *c, int status, const char *what, char *buf,
+                            size_t cap)
+{
+    char msg[160];
+    const struct mx_httpd_opts *o = &c->srv->opts;
+    if (what)
+        snprintf(msg, sizeof(msg), "%s", what);
+    else if (status == 413)
+        snprintf(msg, sizeof(msg), "request body over [listen] max_body (%zu bytes)", o->max_body);
+    else if (status == 431 || status == 414)
+        snprintf(msg, sizeof(msg), "request head over [listen] max_header (%zu bytes)",
+                 o->max_header);
+    else
+        snprintf(msg, sizeof(msg), "%s", mx_http_reason(status));
+    json_t *e = json_pack("{s:s, s:n, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", "error", "code",
+                          MX_RPC_INVALID_REQUEST, "message", msg);
+    size_t n = json_dumpb(e, buf, cap - 1, JSON_COMPACT);
+    json_decref(e);
+    if (n >= cap)
+        n = 0; /* cannot happen with the caps callers use */
+    buf[n] = '\0';
+    return n;
+}
+
 const char *mx_conn_state_name(enum mx_conn_state st)
 {
     switch (st) {
@@ -108,6 +137,8 @@ const char *mx_conn_state_name(enum mx_conn_state st)
         return "sniff";
     case MX_CONN_OPEN:
         return "open";
+    case MX_CONN_LINGER:
+        return "linger";
     case MX_CONN_CLOSED:
         return "closed";
     }
@@ -123,7 +154,7 @@ static void set_state(struct mx_conn *c, enum mx_conn_state st)
 
 bool mx_conn_is_closed(const struct mx_conn *c)
 {
-    return c->state == MX_CONN_CLOSED;
+    return c->state == MX_CONN_CLOSED || c->state == MX_CONN_LINGER;
 }
 
 /* ---- watchers ---- */
@@ -149,6 +180,8 @@ static void update_io(struct mx_conn *c)
         return;
     if (c->state == MX_CONN_HANDSHAKE) {
         want = ops->wants(c->x, MX_XPRT_READ);
+    } else if (c->state == MX_CONN_LINGER) {
+        want = MX_XPRT_READ; /* raw bytes, below any TLS */
     } else {
         if (!c->read_paused && !c->eof && !input_full(c))
             want |= ops->wants(c->x, MX_XPRT_READ);
@@ -168,6 +201,8 @@ static void update_io(struct mx_conn *c)
 
 void mx_conn_set_timer(struct mx_conn *c, double seconds)
 {
+    if (c->state == MX_CONN_LINGER)
+        return; /* the core's own timer now */
     ev_timer_stop(c->loop, &c->timer);
     if (seconds <= 0 || c->state == MX_CONN_CLOSED)
         return;
@@ -177,7 +212,7 @@ void mx_conn_set_timer(struct mx_conn *c, double seconds)
 
 void mx_conn_kick(struct mx_conn *c)
 {
-    if (c->state == MX_CONN_CLOSED)
+    if (mx_conn_is_closed(c))
         return;
     cc(c)->proto_kick = true;
     ev_timer_start(c->loop, &c->kick);
@@ -185,7 +220,7 @@ void mx_conn_kick(struct mx_conn *c)
 
 void mx_conn_pause_read(struct mx_conn *c, bool paused)
 {
-    if (c->read_paused == paused || c->state == MX_CONN_CLOSED)
+    if (c->read_paused == paused || mx_conn_is_closed(c))
         return;
     c->read_paused = paused;
     if (!paused) {
@@ -203,13 +238,14 @@ void mx_conn_close(struct mx_conn *c)
     struct mx_httpd *s = c->srv;
     if (c->state == MX_CONN_CLOSED)
         return;
+    bool lingered = c->state == MX_CONN_LINGER; /* told the front end and shut down already */
     set_state(c, MX_CONN_CLOSED);
     ev_io_stop(s->loop, &c->io);
     ev_timer_stop(s->loop, &c->timer);
     ev_timer_stop(s->loop, &c->kick);
-    if (c->proto)
+    if (c->proto && !lingered)
         c->proto->closed(c);
-    if (mx_buf_len(&c->out) == 0)
+    if (mx_buf_len(&c->out) == 0 && !lingered)
         c->x->ops->shutdown(c->x);
     c->x->ops->close(c->x);
     if (c->prev)
@@ -224,11 +260,84 @@ void mx_conn_close(struct mx_conn *c)
     s->conn_cnt--;
 }
 
+/* ---- lingering close ---- */
+
+static void linger_end(struct mx_conn *c, const char *why)
+{
+    struct core_conn *k = cc(c);
+    mx_log_debug("http", "conn#%lu from %s: lingering close: %zu bytes discarded in %.3f s (%s)",
+                 c->id, c->peer, k->linger_bytes, ev_now(c->loop) - k->linger_start, why);
+    mx_conn_close(c);
+}
+
+/* Our answer is out: end our side and drop what the peer still sends. */
+static void linger_start(struct mx_conn *c)
+{
+    struct core_conn *k = cc(c);
+    if (c->eof || c->proto == NULL) {
+        mx_conn_close(c);
+        return;
+    }
+    set_state(c, MX_CONN_LINGER);
+    ev_timer_stop(c->loop, &c->kick);
+    c->proto->closed(c);
+    c->x->ops->shutdown(c->x);
+    mx_buf_clear(&c->in);
+    k->linger_bytes = 0;
+    k->linger_start = ev_now(c->loop);
+    ev_timer_stop(c->loop, &c->timer);
+    ev_timer_set(&c->timer, MX_CONN_LINGER_IDLE_S, 0.0);
+    ev_timer_start(c->loop, &c->timer);
+    update_io(c);
+}
+
+static void linger_read(struct mx_conn *c)
+{
+    struct core_conn *k = cc(c);
+    for (int i = 0; i < READ_ROUNDS; i++) {
+        ssize_t n = mx_xprt_discard(c->x, MX_CONN_READ_CHUNK);
+        if (n == MX_EAGAIN)
+            break;
+        if (n <= 0) {
+            linger_end(c, n == 0 ? "peer closed" : "peer reset");
+            return;
+        }
+        k->linger_bytes += (size_t)n;
+        if (k->linger_bytes >= MX_CONN_LINGER_BYTES) {
+            linger_end(c, "byte bound");
+            return;
+        }
+    }
+    /* Rounds used up with more to read: the socket signals again. */
+    double left = k->linger_start + MX_CONN_LINGER_S - ev_now(c->loop);
+    if (left <= 0) {
+        linger_end(c, "time bound");
+        return;
+    }
+    ev_timer_stop(c->loop, &c->timer);
+    ev_timer_set(&c->timer, left < MX_CONN_LINGER_IDLE_S ? left : MX_CONN_LINGER_IDLE_S, 0.0);
+    ev_timer_start(c->loop, &c->timer);
+}
+
+static void close_now(struct mx_conn *c)
+{
+    if (c->linger && c->state == MX_CONN_OPEN)
+        linger_start(c);
+    else
+        mx_conn_close(c);
+}
+
+void mx_conn_linger_close(struct mx_conn *c)
+{
+    c->linger = true;
+    mx_conn_close_after(c);
+}
+
 void mx_conn_close_after(struct mx_conn *c)
 {
     c->close_after = true;
     if (mx_buf_len(&c->out) == 0)
-        mx_conn_close(c);
+        close_now(c);
 }
 
 static void conn_free(struct mx_conn *c)
@@ -272,7 +381,7 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 
 int mx_conn_write(struct mx_conn *c, const void *p, size_t len)
 {
-    if (c->state == MX_CONN_CLOSED)
+    if (mx_conn_is_closed(c))
         return MX_ECLOSED;
     if (mx_buf_append(&c->out, p, len)) {
         /* A producer that ignores MX_EAGAIN would grow us without bound. */
@@ -287,7 +396,7 @@ int mx_conn_write(struct mx_conn *c, const void *p, size_t len)
 
 void mx_conn_flush(struct mx_conn *c)
 {
-    if (c->state == MX_CONN_CLOSED || c->state == MX_CONN_HANDSHAKE)
+    if (mx_conn_is_closed(c) || c->state == MX_CONN_HANDSHAKE)
         return;
     while (mx_buf_len(&c->out)) {
         ssize_t n = c->x->ops->write(c->x, mx_buf_data(&c->out), mx_buf_len(&c->out));
@@ -302,7 +411,7 @@ void mx_conn_flush(struct mx_conn *c)
         mx_buf_consume(&c->out, (size_t)n);
     }
     if (mx_buf_len(&c->out) == 0 && c->close_after) {
-        mx_conn_close(c);
+        close_now(c);
         return;
     }
     update_io(c);
@@ -311,7 +420,7 @@ void mx_conn_flush(struct mx_conn *c)
 void mx_conn_flush_soon(struct mx_conn *c)
 {
     struct core_conn *k = cc(c);
-    if (k->flush_soon || c->state == MX_CONN_CLOSED)
+    if (k->flush_soon || mx_conn_is_closed(c))
         return;
     k->flush_soon = true;
     k->flush_next = c->srv->flush;
@@ -357,7 +466,7 @@ static void do_read(struct mx_conn *c)
 {
     char buf[MX_CONN_READ_CHUNK];
     for (int i = 0; i < READ_ROUNDS; i++) {
-        if (c->state == MX_CONN_CLOSED || c->read_paused || c->eof)
+        if (mx_conn_is_closed(c) || c->read_paused || c->eof)
             return;
         size_t room = c->in.cap - mx_buf_len(&c->in);
         if (room == 0)
@@ -418,6 +527,10 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
         do_handshake(c);
         return;
     }
+    if (c->state == MX_CONN_LINGER) {
+        linger_read(c);
+        return;
+    }
     /* Both directions on any event: a TLS read may wait for writability. */
     if (mx_buf_len(&c->out)) {
         mx_conn_flush(c);
@@ -447,10 +560,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct mx_conn *c = mx_container_of(w, struct mx_conn, timer);
-    (void)loop;
     (void)revents;
     if (c->state == MX_CONN_OPEN) {
         c->proto->timeout(c);
+        return;
+    }
+    if (c->state == MX_CONN_LINGER) {
+        bool all = ev_now(loop) - cc(c)->linger_start >= MX_CONN_LINGER_S;
+        linger_end(c, all ? "time bound" : "idle bound");
         return;
     }
     mx_log_debug("http", "conn#%lu from %s: no request in time", c->id, c->peer);

@@ -1499,13 +1499,9 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     json_decref(msg);
 }
 
+/* The guard let only an SSE stream request through (mx_guard_accepts_sse). */
 static void get(struct mx_mcp *m, struct mx_req *req)
 {
-    if (!accepts(req, "text/event-stream")) {
-        respond_error(m, req, NULL, 406, NULL, RPC_INVALID_REQUEST,
-                      "Not Acceptable: Accept must list text/event-stream");
-        return;
-    }
     struct mx_session *s = session_from(m, req, NULL);
     if (s == NULL)
         return;

@@ -10,8 +10,10 @@
 
 #include "str.h"
 
-/* Codes in the JSON-RPC "server error" range reserved for mcplex. */
+/* Codes in the JSON-RPC "server error" range reserved for mcplex, and the
+ * standard ones mcplex uses from more than one file. */
 enum mx_rpc_code {
+    MX_RPC_INVALID_REQUEST = -32600,      /* JSON-RPC 2.0 §5.1 */
     MX_RPC_UPSTREAM_UNAVAILABLE = -32010, /* refused, reset, down, paused too long */
     MX_RPC_UPSTREAM_AUTH = -32011,        /* upstream refused the vault credential */
     MX_RPC_UPSTREAM_TIMEOUT = -32012,     /* request_timeout passed */

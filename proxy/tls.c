@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -276,6 +277,7 @@ static void tls_shutdown(struct mx_xprt *base)
     ERR_clear_error();
     SSL_shutdown(x->ssl);
     ERR_clear_error();
+    shutdown(x->base.fd, SHUT_WR);
 }
 
 static void tls_close(struct mx_xprt *base)

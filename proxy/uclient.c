@@ -31,6 +31,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "err.h"
+#include "guard.h"
 #include "log.h"
 #include "str.h"
 #include "uclient.h"
@@ -135,8 +136,9 @@ struct mx_ureq {
     bool retry_refused; /* prereq_cb refused a second attempt */
 
     bool resp_started;
-    bool in_head;   /* a status line was seen; collecting its header block */
-    bool head_done; /* on_head was called */
+    bool in_head;    /* a status line was seen; collecting its header block */
+    bool head_done;  /* on_head was called */
+    bool bad_header; /* a header value held a control byte: the answer is refused */
     long status;
     struct mx_buf head;
     struct hdr_pos *pos;
@@ -534,6 +536,8 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 
 static int map_result(const struct mx_ureq *u, CURLcode rc)
 {
+    if (u->bad_header)
+        return MX_EPROTO;
     switch (rc) {
     case CURLE_OK:
         return 0;
@@ -737,6 +741,8 @@ static int head_add(struct mx_ureq *u, struct mx_str line)
         if (u->pos_cnt == 0)
             return 0;
         struct mx_str more = mx_str_trim(line);
+        if (!mx_guard_header_value_ok(more))
+            return MX_EPROTO;
         if (mx_buf_append(&u->head, " ", 1) || mx_buf_append(&u->head, more.p, more.len))
             return MX_ELIMIT;
         u->pos[u->pos_cnt - 1].value_len += 1 + more.len;
@@ -749,6 +755,11 @@ static int head_add(struct mx_ureq *u, struct mx_str line)
         return MX_ELIMIT;
     struct mx_str name = mx_str_make(line.p, (size_t)(colon - line.p));
     struct mx_str value = mx_str_trim(mx_str_make(colon + 1, line.len - name.len - 1));
+    /* libcurl ends a line at LF only: a bare CR (or another control byte)
+     * stays in the value, and relayed it would write header lines of the
+     * upstream's choosing to our client. The whole answer is refused. */
+    if (!mx_guard_header_value_ok(value))
+        return MX_EPROTO;
     struct hdr_pos hp;
     hp.name_off = mx_buf_len(&u->head);
     hp.name_len = name.len;
@@ -827,7 +838,13 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *userp)
         deliver_head(u);
         return u->state == MX_UREQ_RUNNING ? len : 0;
     }
-    if (head_add(u, line)) {
+    int rc = head_add(u, line);
+    if (rc == MX_EPROTO) {
+        u->bad_header = true;
+        mx_log_debug(SUBSYS, "req#%lu: a response header value holds a control byte", u->id);
+        return 0;
+    }
+    if (rc) {
         mx_log_debug(SUBSYS, "req#%lu: response head over %u bytes or %u fields", u->id,
                      HEAD_MAX_BYTES, HEAD_MAX_HEADERS);
         return 0;

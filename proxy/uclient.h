@@ -52,8 +52,10 @@ struct mx_ureq_cbs {
     /*
      * Exactly once, unless mx_ureq_cancel() was called first. |err| is 0
      * (the response completed; any status), MX_ETIMEDOUT, MX_ECLOSED
-     * (connection refused, reset or closed early), MX_EUPSTREAM (other
-     * transport failure). |info| tells what was sent and received. The
+     * (connection refused, reset or closed early), MX_EPROTO (a response
+     * header value held a control byte, mx_guard_header_value_ok: the
+     * answer was refused before on_head), MX_EUPSTREAM (other transport
+     * failure). |info| tells what was sent and received. The
      * request is freed after on_done returns.
      */
     void (*on_done)(struct mx_ureq *u, int err, const struct mx_ureq_info *info, void *data);

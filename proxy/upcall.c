@@ -324,7 +324,8 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         not_awake(c);
         return;
     }
-    if (err && !c->passed)
+    /* MX_EPROTO: it answered, just not in a form we pass on */
+    if (err && err != MX_EPROTO && !c->passed)
         mx_upstream_note(c->up,
                          err == MX_ETIMEDOUT ? MX_UPSTREAM_EV_TIMEOUT : MX_UPSTREAM_EV_UNREACHABLE);
     finish(c, err, info);

@@ -6,6 +6,7 @@
 
 #include "alloc.h"
 #include "err.h"
+#include "guard.h"
 #include "rpc.h"
 #include "secret.h"
 #include "upreq.h"
@@ -19,11 +20,8 @@ int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str v
 {
     if (h->cnt == MX_UPREQ_MAX_HEADERS)
         return MX_ELIMIT;
-    for (size_t i = 0; i < value.len; i++) {
-        /* a CR or LF would smuggle in further header lines */
-        if (value.p[i] == '\r' || value.p[i] == '\n' || value.p[i] == '\0')
-            return MX_EINVAL;
-    }
+    if (!mx_guard_header_value_ok(value))
+        return MX_EINVAL;
     /* libcurl drops a "Name:" line with nothing after it (that is how its
      * own headers are removed) and sends "Name;" as an empty header */
     if (value.len == 0)
@@ -106,6 +104,13 @@ void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct 
         out->reason = "not-awake";
         snprintf(out->message, sizeof(out->message), "upstream '%s' did not wake within %lld s",
                  cfg->name, (long long)(cfg->wake_timeout_ms / 1000));
+    } else if (err == MX_EPROTO) {
+        out->code = MX_RPC_UPSTREAM_HTTP;
+        out->reason = "invalid-header";
+        snprintf(out->message, sizeof(out->message),
+                 "upstream '%s' sent an invalid header (a control character in a header value); "
+                 "its answer was refused, and the request may have run",
+                 cfg->name);
     } else if (err == MX_ETIMEDOUT) {
         out->code = MX_RPC_UPSTREAM_TIMEOUT;
         out->reason = "timed-out";

@@ -29,8 +29,8 @@ struct mx_upreq_hdrs {
 
 void mx_upreq_hdrs_init(struct mx_upreq_hdrs *h);
 /* Add "|name|: |value|" ("|name|;" for an empty value, which libcurl sends
- * as an empty header). Returns 0, MX_EINVAL (CR, LF or NUL in the value) or
- * MX_ELIMIT (full). */
+ * as an empty header). Returns 0, MX_EINVAL (a control byte in the value:
+ * mx_guard_header_value_ok) or MX_ELIMIT (full). */
 int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str value);
 /* Add the credential line of |cfg| (none for auth = "none"). Returns 0 or
  * MX_ELIMIT. */

@@ -52,7 +52,8 @@ struct mx_xprt_ops {
     const char *(*alpn)(const struct mx_xprt *x);
     /* A short reason for the last failure, for logs ("" when none). */
     const char *(*error)(const struct mx_xprt *x);
-    /* Best-effort orderly end (TLS close_notify); never blocks. */
+    /* Best-effort orderly end of our sending side (TLS close_notify, then
+     * a TCP half-close); reading may go on. Never blocks. */
     void (*shutdown)(struct mx_xprt *x);
     /* Close the socket; the object stays until free. Idempotent. */
     void (*close)(struct mx_xprt *x);
@@ -69,6 +70,13 @@ struct mx_xprt {
 /* Makes a transport over a connected non-blocking socket |fd| (takes
  * ownership of |fd|). |ctx| is the factory's own context. */
 typedef struct mx_xprt *(*mx_xprt_new_cb)(void *ctx, int fd);
+
+/*
+ * Read and drop up to |len| bytes below any TLS (after shutdown, when only
+ * the peer's unread upload is left). Returns the count (> 0), 0 at the
+ * peer's end, MX_EAGAIN, or MX_ECLOSED / MX_EIO.
+ */
+ssize_t mx_xprt_discard(struct mx_xprt *x, size_t len);
 
 /* A plain-socket transport; |ctx| is unused. Never NULL (aborts on OOM). */
 struct mx_xprt *mx_xprt_plain_new(void *ctx, int fd);

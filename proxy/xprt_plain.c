@@ -75,7 +75,15 @@ static const char *plain_error(const struct mx_xprt *x)
 
 static void plain_shutdown(struct mx_xprt *x)
 {
-    (void)x;
+    if (x->fd >= 0)
+        shutdown(x->fd, SHUT_WR);
+}
+
+ssize_t mx_xprt_discard(struct mx_xprt *x, size_t len)
+{
+    char buf[16384];
+    /* x->fd is the socket under any transport. */
+    return plain_read(x, buf, len < sizeof(buf) ? len : sizeof(buf));
 }
 
 static void plain_close(struct mx_xprt *x)

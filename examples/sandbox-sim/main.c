@@ -36,6 +36,7 @@ struct cli {
     bool conformance;
     bool get_stream;
     bool whoami_credential;
+    const char *bad_header;
     int64_t list_ttl_ms;
     int64_t extra_tools;
     int64_t forge_progress; /* -1: off */
@@ -77,6 +78,8 @@ static void usage(FILE *f)
           "                           the tokens 0..N it was not given (a hostile server)\n"
           "  --huge-pages BYTES       tools/list pages never end, each one tool with a\n"
           "                           description of BYTES (a hostile server)\n"
+          "  --bad-header NAME        every JSON answer at /mcp carries header NAME with\n"
+          "                           a bare CR in its value (a misbehaving server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -141,6 +144,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->cookie_env = val;
         } else if (strcmp(flag, "--log-level") == 0) {
             cli->log_level = val;
+        } else if (strcmp(flag, "--bad-header") == 0) {
+            cli->bad_header = val;
         } else if (strcmp(flag, "--whoami-credential") == 0) {
             cli->whoami_credential = strcmp(val, "yes") == 0;
         } else if (strcmp(flag, "--list-ttl-ms") == 0) {
@@ -291,6 +296,7 @@ int main(int argc, char **argv)
     sim.whoami_credential = cli.whoami_credential;
     sim.forge_progress = cli.forge_progress;
     sim.huge_pages = cli.huge_pages;
+    sim.bad_header = cli.bad_header;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);

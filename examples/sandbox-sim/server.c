@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc.h"
 #include "check.h"
@@ -54,15 +55,34 @@ void mx_sim_log_req(struct mx_sim *sim, const struct mx_req *req, int status, co
                     path, what ? " " : "", what ? what : "", held);
 }
 
+/* The value --bad-header puts on the wire: a bare CR that a careless
+ * relay would pass on, making its client read a header of the sim's choice. */
+#define BAD_HEADER_VALUE "sim\rX-Injected: 1"
+
 void mx_sim_respond(struct mx_sim *sim, struct mx_req *req, int status,
                     const struct mx_hdr_out *hdrs, size_t cnt, json_t *body, const char *what)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    const char *type = text ? "application/json" : NULL;
+    struct mx_hdr_out bad[16];
     json_decref(body);
     mx_sim_log_req(sim, req, status, what);
+    if (sim->bad_header && is_mcp_path(req) && cnt < 15) {
+        bool put = false;
+        for (size_t i = 0; i < cnt; i++) {
+            bool hit = strcasecmp(hdrs[i].name, sim->bad_header) == 0;
+            bad[i] = (struct mx_hdr_out){hdrs[i].name, hit ? BAD_HEADER_VALUE : hdrs[i].value};
+            put |= hit;
+        }
+        if (strcasecmp(sim->bad_header, "Content-Type") == 0 && type) {
+            type = "application/json\rX-Injected: 1";
+        } else if (!put) {
+            bad[cnt++] = (struct mx_hdr_out){sim->bad_header, BAD_HEADER_VALUE};
+        }
+        hdrs = bad;
+    }
     /* Last: answering may dispatch the next pipelined request of this connection. */
-    mx_req_respond(req, status, hdrs, cnt, text ? "application/json" : NULL, text,
-                   text ? strlen(text) : 0);
+    mx_req_respond(req, status, hdrs, cnt, type, text, text ? strlen(text) : 0);
     free(text);
 }
 

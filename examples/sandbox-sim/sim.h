@@ -130,6 +130,7 @@ struct mx_sim {
     bool drop_before_response; /* next /mcp request runs, then the connection drops */
     bool whoami_credential;    /* whoami echoes the credential header (leak tests) */
     int64_t forge_progress;    /* slow streams also send progress for tokens 0..N; -1: off */
+    const char *bad_header;    /* --bad-header: this header's value gets a bare CR */
 
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;

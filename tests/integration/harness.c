@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -1188,6 +1189,70 @@ pid_t mx_it_start_mcplex_tls(const char *config_path, int port, const char *ca)
     free(bin);
     free(url);
     return pid;
+}
+
+int mx_it_connect_from(const char *from, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    if (from) {
+        struct sockaddr_in src = {0};
+        src.sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
+        assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
+    }
+    struct sockaddr_in dst = {0};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons((uint16_t)port);
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+    return fd;
+}
+
+char *mx_it_raw_exchange(int fd, const char *req, size_t len, int timeout_ms)
+{
+    assert_true(send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len);
+    char buf[16384];
+    size_t got = 0;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (got < sizeof(buf) - 1 && poll(&p, 1, timeout_ms) > 0) {
+        ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return mx_xstrdup(buf);
+}
+
+int mx_it_start_sim_behind_mcplex(const char *listen_extra, char **ca)
+{
+    char secret[MX_IT_CANARY_SIZE];
+    int sim_port;
+    mx_it_canary(secret, sizeof(secret));
+    assert_true(mx_it_start_sim("sim", secret, NULL, &sim_port) > 0);
+    char *sec = mx_it_path("sim.secret");
+    assert_int_equal(mx_it_write_file(sec, secret, strlen(secret)), 0);
+    int port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = %s\n%s"
+                             "[proxy]\nstate_dir = \"%s\"\n"
+                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "auth = \"bearer\"\nsecret = \"file:%s\"\n",
+                             port, ca ? "true" : "false", listen_extra, mx_it_dir(), sim_port, sec);
+    char *path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
+    if (ca) {
+        /* the first serve makes the local CA in the state dir */
+        *ca = mx_it_path("certs/ca.pem");
+        assert_true(mx_it_start_mcplex_tls(path, port, *ca) > 0);
+    } else {
+        assert_true(mx_it_start_mcplex(path, port) > 0);
+    }
+    free(sec);
+    free(cfg);
+    free(path);
+    return port;
 }
 
 /* ---- cmocka glue ------------------------------------------------------ */

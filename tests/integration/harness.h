@@ -178,6 +178,22 @@ pid_t mx_it_start_sim(const char *name, const char *bearer, const char *const *e
  * (plain HTTP); waits until GET /health answers 200. Returns the pid or -1. */
 pid_t mx_it_start_mcplex(const char *config_path, int port);
 
+/* A TCP connection to 127.0.0.1:|port|, from the loopback address |from|
+ * (NULL: any); fails the test when it cannot connect. */
+int mx_it_connect_from(const char *from, int port);
+/* Send |len| bytes of |req| on |fd|, read until the peer closes or nothing
+ * came for |timeout_ms| (at most 16 KiB), close |fd|; the answer, "" when
+ * none came (caller frees). */
+char *mx_it_raw_exchange(int fd, const char *req, size_t len, int timeout_ms);
+
+/*
+ * mcplex in front of one sandbox-sim "sim" (a random bearer, read from a
+ * file): |listen_extra| (lines or "") goes into [listen]; with |ca| not NULL
+ * over TLS with the state dir's own CA, whose path goes to *|ca| (caller
+ * frees). Fails the test when either does not start; returns mcplex's port.
+ */
+int mx_it_start_sim_behind_mcplex(const char *listen_extra, char **ca);
+
 /*
  * Trust the PEM CA file |ca_file| for https:// URLs in mx_it_http*() and
  * the waits above, until the test ends (NULL: the system store again).

@@ -38,40 +38,9 @@ static const char init_body[] =
     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
     "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}";
 
-/* mcplex with one sandbox-sim behind it and |listen_extra| in [listen];
- * with |ca| not NULL over TLS, whose CA file path goes to *|ca|. */
-static int start_with(const char *listen_extra, char **ca)
-{
-    char secret[MX_IT_CANARY_SIZE];
-    int sim_port;
-    mx_it_canary(secret, sizeof(secret));
-    assert_true(mx_it_start_sim("sim", secret, NULL, &sim_port) > 0);
-    char *sec = mx_it_path("sim.secret");
-    assert_int_equal(mx_it_write_file(sec, secret, strlen(secret)), 0);
-    int port = mx_it_free_port();
-    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = %s\n%s"
-                             "[proxy]\nstate_dir = \"%s\"\n"
-                             "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
-                             "auth = \"bearer\"\nsecret = \"file:%s\"\n",
-                             port, ca ? "true" : "false", listen_extra, mx_it_dir(), sim_port, sec);
-    char *path = mx_it_path("mcplex.toml");
-    assert_int_equal(mx_it_write_file(path, cfg, strlen(cfg)), 0);
-    if (ca) {
-        /* the first serve makes the local CA in the state dir */
-        *ca = mx_it_path("certs/ca.pem");
-        assert_true(mx_it_start_mcplex_tls(path, port, *ca) > 0);
-    } else {
-        assert_true(mx_it_start_mcplex(path, port) > 0);
-    }
-    free(sec);
-    free(cfg);
-    free(path);
-    return port;
-}
-
 static int start(const char *listen_extra)
 {
-    return start_with(listen_extra, NULL);
+    return mx_it_start_sim_behind_mcplex(listen_extra, NULL);
 }
 
 /* How many lines of mcplex's log contain |needle|. */
@@ -94,23 +63,6 @@ static int log_lines_with(const char *needle)
     return n;
 }
 
-/* A TCP connection to 127.0.0.1:|port| from the loopback address |from|. */
-static int connect_from(const char *from, int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in src = {0};
-    src.sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, from, &src.sin_addr), 1);
-    assert_int_equal(bind(fd, (struct sockaddr *)&src, sizeof(src)), 0);
-    struct sockaddr_in dst = {0};
-    dst.sin_family = AF_INET;
-    dst.sin_port = htons((uint16_t)port);
-    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
-    return fd;
-}
-
 /* Wait up to |ms| for |fd| to be closed by the peer (EOF or reset). */
 static bool closed_by_peer(int fd, int ms)
 {
@@ -126,22 +78,9 @@ static bool closed_by_peer(int fd, int ms)
  * frees), "" when none came. */
 static char *health_text_from(const char *from, int port)
 {
-    int fd = connect_from(from, port);
     static const char req[] =
         "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    assert_true(write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1));
-    char buf[16384];
-    size_t got = 0;
-    struct pollfd p = {fd, POLLIN, 0};
-    while (got < sizeof(buf) - 1 && poll(&p, 1, 5000) > 0) {
-        ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return mx_xstrdup(buf);
+    return mx_it_raw_exchange(mx_it_connect_from(from, port), req, sizeof(req) - 1, 5000);
 }
 
 /* The status of GET /health from |from|, or 0. */
@@ -180,10 +119,10 @@ static void test_limits_connections_per_client(void **state)
     /* 127.0.0.1 holds its four connections open, idle */
     int held[PER_CLIENT];
     for (int i = 0; i < PER_CLIENT; i++)
-        held[i] = connect_from("127.0.0.1", port);
+        held[i] = mx_it_connect_from("127.0.0.1", port);
     /* then floods: every further connection is closed at once */
     for (int i = 0; i < FLOOD; i++) {
-        int fd = connect_from("127.0.0.1", port);
+        int fd = mx_it_connect_from("127.0.0.1", port);
         assert_true(closed_by_peer(fd, 3000));
         close(fd);
     }
@@ -346,7 +285,7 @@ static void test_limits_requests_per_connection(void **state)
 {
     (void)state;
     char *ca = NULL;
-    int port = start_with("max_requests_per_connection = 3\n", &ca);
+    int port = mx_it_start_sim_behind_mcplex("max_requests_per_connection = 3\n", &ca);
     char *url = mx_xasprintf("https://127.0.0.1:%d/health", port);
     bool fresh[7], closing[7];
     /* every request is answered; the third on each connection says

@@ -58,7 +58,7 @@ static enum mx_guard_verdict check(const struct mx_guard_cfg *cfg, const char *m
 {
     struct mx_str h = mx_str_cstr(host), o = mx_str_cstr(origin), a = mx_str_cstr(auth);
     struct mx_guard_req r = {mx_str_cstr(method), mx_str_cstr(path), host ? &h : NULL,
-                             origin ? &o : NULL, auth ? &a : NULL};
+                             origin ? &o : NULL,  auth ? &a : NULL,  NULL};
     return mx_guard_check(cfg, &r);
 }
 
@@ -120,11 +120,90 @@ static void test_guard_host_origin_token(void **state)
     mx_secret_free(tok);
 }
 
+static void test_guard_accepts_sse(void **state)
+{
+    static const struct {
+        const char *accept;
+        bool ok;
+    } cases[] = {
+        {"text/event-stream", true},
+        {"application/json, text/event-stream", true},
+        {"TEXT/Event-Stream;q=0.5", true},
+        {" text/event-stream ; q=1", true},
+        {"text/event-stream;q=0", false},
+        {"text/event-stream; q=0.000", false},
+        {"text/event-stream;q=0.001", true},
+        {"*/*", false},
+        {"text/*", false},
+        {"image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8", false},
+        {"text/event-streamx", false},
+        {"application/json", false},
+        {"", false},
+        {",,;", false},
+    };
+    (void)state;
+    assert_false(mx_guard_accepts_sse(NULL));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_str a = mx_str_cstr(cases[i].accept);
+        if (mx_guard_accepts_sse(&a) != cases[i].ok)
+            fail_msg("Accept '%s': want %d", cases[i].accept, cases[i].ok);
+    }
+}
+
+static void test_guard_get_needs_sse_accept(void **state)
+{
+    struct mx_guard_cfg open = {"127.0.0.1", NULL, 0, NULL};
+    struct mx_str host = MX_STR_LIT("127.0.0.1"), sse = MX_STR_LIT("text/event-stream"),
+                  img = MX_STR_LIT("image/*");
+    static const char *const paths[] = {"/mcp", "/mcp/files", "/mcp/a/b"};
+    (void)state;
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        struct mx_guard_req r = {MX_STR_LIT("GET"), mx_str_cstr(paths[i]), &host, NULL, NULL, NULL};
+        assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_NOT_STREAM);
+        r.accept = &img;
+        assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_NOT_STREAM);
+        r.accept = &sse;
+        assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_OK);
+        /* POST and DELETE are not stream requests */
+        r.accept = NULL;
+        r.method = MX_STR_LIT("POST");
+        assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_OK);
+        r.method = MX_STR_LIT("DELETE");
+        assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_OK);
+    }
+    /* other paths keep their own rules */
+    struct mx_guard_req h = {MX_STR_LIT("GET"), MX_STR_LIT("/health"), &host, NULL, NULL, NULL};
+    assert_int_equal(mx_guard_check(&open, &h), MX_GUARD_OK);
+    h.path = MX_STR_LIT("/mcpx");
+    assert_int_equal(mx_guard_check(&open, &h), MX_GUARD_OK);
+    assert_int_equal(mx_guard_status(MX_GUARD_NOT_STREAM), 406);
+    assert_int_equal(mx_guard_status(MX_GUARD_BAD_ORIGIN), 403);
+}
+
+static void test_guard_header_value(void **state)
+{
+    (void)state;
+    assert_true(mx_guard_header_value_ok(MX_STR_LIT("")));
+    assert_true(mx_guard_header_value_ok(MX_STR_LIT("application/json; charset=utf-8")));
+    assert_true(mx_guard_header_value_ok(MX_STR_LIT("a\tb")));
+    assert_true(mx_guard_header_value_ok(MX_STR_LIT("caf\xc3\xa9 \x80\xff")));
+    for (int c = 0; c < 0x20; c++) {
+        char v[4] = {'a', (char)c, 'b', 0};
+        assert_int_equal(mx_guard_header_value_ok(mx_str_make(v, 3)), c == '\t');
+    }
+    assert_false(mx_guard_header_value_ok(MX_STR_LIT("a\x7f")));
+    assert_false(mx_guard_header_value_ok(MX_STR_LIT("abc\rX-Injected: 1")));
+    assert_false(mx_guard_header_value_ok(mx_str_make("a\0b", 3)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard_host_loopback),
         cmocka_unit_test(test_guard_host_origin_token),
+        cmocka_unit_test(test_guard_accepts_sse),
+        cmocka_unit_test(test_guard_get_needs_sse_accept),
+        cmocka_unit_test(test_guard_header_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
