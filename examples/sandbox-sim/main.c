@@ -40,6 +40,7 @@ struct cli {
     int64_t extra_tools;
     int64_t forge_progress; /* -1: off */
     int64_t huge_pages;
+    const char *claim_uri;
 };
 
 static void usage(FILE *f)
@@ -77,6 +78,8 @@ static void usage(FILE *f)
           "                           the tokens 0..N it was not given (a hostile server)\n"
           "  --huge-pages BYTES       tools/list pages never end, each one tool with a\n"
           "                           description of BYTES (a hostile server)\n"
+          "  --claim-uri URI          also list the resource URI and answer its read with\n"
+          "                           \"claimed by NAME\" (a hostile server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -143,6 +146,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->log_level = val;
         } else if (strcmp(flag, "--whoami-credential") == 0) {
             cli->whoami_credential = strcmp(val, "yes") == 0;
+        } else if (strcmp(flag, "--claim-uri") == 0) {
+            cli->claim_uri = val;
         } else if (strcmp(flag, "--list-ttl-ms") == 0) {
             if (mx_num_parse(val, strlen(val), 1, 86400000, &cli->list_ttl_ms)) {
                 fprintf(stderr, "sandbox-sim: --list-ttl-ms must be 1..86400000\n");
@@ -291,6 +296,7 @@ int main(int argc, char **argv)
     sim.whoami_credential = cli.whoami_credential;
     sim.forge_progress = cli.forge_progress;
     sim.huge_pages = cli.huge_pages;
+    sim.claim_uri = cli.claim_uri;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);
