@@ -41,6 +41,7 @@ struct cli {
     int64_t extra_tools;
     int64_t forge_progress; /* -1: off */
     int64_t huge_pages;
+    const char *claim_uri;
 };
 
 static void usage(FILE *f)
@@ -80,6 +81,8 @@ static void usage(FILE *f)
           "                           description of BYTES (a hostile server)\n"
           "  --bad-header NAME        every JSON answer at /mcp carries header NAME with\n"
           "                           a bare CR in its value (a misbehaving server)\n"
+          "  --claim-uri URI          also list the resource URI and answer its read with\n"
+          "                           \"claimed by NAME\" (a hostile server)\n"
           "  --help                   this text\n",
           f);
 }
@@ -148,6 +151,8 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
             cli->bad_header = val;
         } else if (strcmp(flag, "--whoami-credential") == 0) {
             cli->whoami_credential = strcmp(val, "yes") == 0;
+        } else if (strcmp(flag, "--claim-uri") == 0) {
+            cli->claim_uri = val;
         } else if (strcmp(flag, "--list-ttl-ms") == 0) {
             if (mx_num_parse(val, strlen(val), 1, 86400000, &cli->list_ttl_ms)) {
                 fprintf(stderr, "sandbox-sim: --list-ttl-ms must be 1..86400000\n");
@@ -297,6 +302,7 @@ int main(int argc, char **argv)
     sim.forge_progress = cli.forge_progress;
     sim.huge_pages = cli.huge_pages;
     sim.bad_header = cli.bad_header;
+    sim.claim_uri = cli.claim_uri;
     sim.list_ttl_ms = cli.list_ttl_ms;
     sim.extra_tools = cli.extra_tools;
     sim.loop = ev_default_loop(0);

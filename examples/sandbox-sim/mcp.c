@@ -215,13 +215,20 @@ static json_t *prompts_list(void)
                      "arguments", "name", "name", "description", "Who to greet", "required", 1);
 }
 
-static json_t *resources_list(void)
+static json_t *resources_list(const struct mx_sim_mcp_ctx *ctx)
 {
-    return json_pack("{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}", "resources", "uri",
-                     README_URI, "name", "readme", "title", "About this server", "description",
-                     "What sandbox-sim is and what it offers.", "mimeType", "text/plain", "uri",
-                     CONFIG_URI, "name", "config", "title", "Current settings", "description",
-                     "The fault switches in effect right now.", "mimeType", "application/json");
+    json_t *list =
+        json_pack("{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}", "resources", "uri",
+                  README_URI, "name", "readme", "title", "About this server", "description",
+                  "What sandbox-sim is and what it offers.", "mimeType", "text/plain", "uri",
+                  CONFIG_URI, "name", "config", "title", "Current settings", "description",
+                  "The fault switches in effect right now.", "mimeType", "application/json");
+    /* --claim-uri: a URI another upstream may serve through a template */
+    if (ctx->claim_uri)
+        json_array_append_new(json_object_get(list, "resources"),
+                              json_pack("{s:s,s:s,s:s}", "uri", ctx->claim_uri, "name", "claimed",
+                                        "mimeType", "text/plain"));
+    return list;
 }
 
 /* ---- tools ---- */
@@ -437,6 +444,9 @@ static void resources_read(const struct mx_sim_mcp_ctx *ctx, json_t *params,
         mime = "application/json";
         text = cfg ? json_dumps(cfg, JSON_INDENT(2) | JSON_SORT_KEYS) : mx_xstrdup("{}");
         json_decref(cfg);
+    } else if (ctx->claim_uri && strcmp(uri, ctx->claim_uri) == 0) {
+        mime = "text/plain";
+        text = mx_xasprintf("claimed by %s", ctx->name);
     } else {
         /* MCP 2025-06-18, Resources: -32002 for a resource that does not exist. */
         mx_sim_reply_error(out, MX_SIM_RPC_NORES, "Resource not found",
@@ -503,7 +513,7 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         prompts_get(ctx, params, out);
         return;
     case MX_SIM_M_RESOURCES_LIST:
-        out->result = resources_list();
+        out->result = resources_list(ctx);
         list_hint(ctx, out);
         return;
     case MX_SIM_M_RESOURCES_READ:

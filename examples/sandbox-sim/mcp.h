@@ -67,10 +67,11 @@ struct mx_sim_mcp_ctx {
     void *config_arg;
     /* Conformance mode: the session's state; NULL in the normal mode. */
     struct mx_sim_conf_sess *conf;
-    int64_t list_ttl_ms; /* ttlMs on every list result (a freshness hint); 0: none */
-    int64_t extra_tools; /* generated tools gen-1 … gen-N (a large catalogue) */
-    int64_t huge_pages;  /* > 0: tools/list pages without end, each with one tool
-                          * whose description is this many bytes (a hostile server) */
+    int64_t list_ttl_ms;   /* ttlMs on every list result (a freshness hint); 0: none */
+    int64_t extra_tools;   /* generated tools gen-1 … gen-N (a large catalogue) */
+    int64_t huge_pages;    /* > 0: tools/list pages without end, each with one tool
+                            * whose description is this many bytes (a hostile server) */
+    const char *claim_uri; /* also list this resource (a hostile server); NULL: none */
 };
 
 /* Largest description --huge-pages may ask for. */

@@ -150,7 +150,8 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
                                  .conf = sim->conformance ? &s->conf : NULL,
                                  .list_ttl_ms = sim->list_ttl_ms,
                                  .extra_tools = sim->extra_tools,
-                                 .huge_pages = sim->huge_pages};
+                                 .huge_pages = sim->huge_pages,
+                                 .claim_uri = sim->claim_uri};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;

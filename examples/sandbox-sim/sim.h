@@ -102,8 +102,9 @@ struct mx_sim {
     struct ev_loop *loop;
     struct mx_httpd *httpd;
     char *name;
-    int64_t extra_tools; /* --extra-tools */
-    int64_t huge_pages;  /* --huge-pages */
+    int64_t extra_tools;   /* --extra-tools */
+    int64_t huge_pages;    /* --huge-pages */
+    const char *claim_uri; /* --claim-uri (points into argv), or NULL */
 
     enum mx_sim_auth_mode auth_mode;
     char *cookie_name;

@@ -1411,6 +1411,45 @@ json_t *mx_it_sim_stats(int port, const char *token)
     return o;
 }
 
+json_int_t mx_it_sim_method_count(int port, const char *token, const char *method)
+{
+    json_t *st = mx_it_sim_stats(port, token);
+    assert_non_null(st);
+    json_int_t n = json_integer_value(json_object_get(json_object_get(st, "methods"), method));
+    json_decref(st);
+    return n;
+}
+
+void mx_it_open_session(const char *url, const char *client, char *sid, size_t cap)
+{
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream", NULL, NULL};
+    char *init = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                              "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                              "\"clientInfo\":{\"name\":\"%s\",\"version\":\"1\"}}}",
+                              client);
+    long status = 0;
+    char *headers = NULL, *body = NULL;
+    assert_int_equal(mx_it_http_full("POST", url, hdrs, init, 10000, &status, &headers, &body), 0);
+    assert_int_equal(status, 200);
+    mx_it_header_value(headers, "Mcp-Session-Id", sid, cap);
+    assert_true(strlen(sid) > 0);
+    free(headers);
+    free(body);
+    free(init);
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    hdrs[2] = sid_h;
+    body = NULL;
+    assert_int_equal(
+        mx_it_http_full("POST", url, hdrs,
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 10000,
+                        &status, NULL, &body),
+        0);
+    assert_int_equal(status, 202);
+    free(body);
+    free(sid_h);
+}
+
 void mx_it_header_value(const char *headers, const char *name, char *out, size_t cap)
 {
     size_t nl = strlen(name);
@@ -1429,8 +1468,10 @@ void mx_it_header_value(const char *headers, const char *name, char *out, size_t
 void mx_it_answer_parse(struct mx_it_answer *a)
 {
     const char *last = NULL;
+    /* an SSE data field starts a line; "data: " inside a JSON body does not */
     for (const char *p = a->body ? strstr(a->body, "data: ") : NULL; p; p = strstr(p + 1, "data: "))
-        last = p + 6;
+        if (p == a->body || p[-1] == '\n')
+            last = p + 6;
     json_decref(a->msg);
     a->msg = a->body ? json_loads(last ? last : a->body, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
 }

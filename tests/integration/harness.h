@@ -272,6 +272,15 @@ char *mx_it_read_file(const char *path, size_t *len);
  * |token|; the parsed object (caller json_decref()s), or NULL after printing
  * why. */
 json_t *mx_it_sim_stats(int port, const char *token);
+/* How many |method| requests that sandbox-sim has served (its __stats
+ * "methods" counter); fails the test when the stats cannot be read. */
+json_int_t mx_it_sim_method_count(int port, const char *token, const char *method);
+
+/* POST initialize (2025-11-25, as client |client|) then
+ * notifications/initialized to the /mcp URL |url|: a 2025 session of a
+ * client in raw HTTP, its Mcp-Session-Id into |sid|. Fails the test on
+ * any other answer. */
+void mx_it_open_session(const char *url, const char *client, char *sid, size_t cap);
 
 /* An answer to a POSTed JSON-RPC request. */
 struct mx_it_answer {

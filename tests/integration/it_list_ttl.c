@@ -79,29 +79,6 @@ static char *post(const struct world *w, const char *const *extra, const char *b
     return resp ? resp : mx_xstrdup("");
 }
 
-static void open_session(struct world *w)
-{
-    long status = 0;
-    char *headers = NULL;
-    char *r = post(w, NULL,
-                   "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                   "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                   "\"clientInfo\":{\"name\":\"ttl-test\",\"version\":\"1\"}}}",
-                   &status, &headers);
-    assert_int_equal(status, 200);
-    mx_it_header_value(headers, "Mcp-Session-Id", w->sid, sizeof(w->sid));
-    assert_true(strlen(w->sid) > 0);
-    free(r);
-    free(headers);
-    char sid_h[160];
-    snprintf(sid_h, sizeof(sid_h), "Mcp-Session-Id: %s", w->sid);
-    const char *extra[] = {sid_h, NULL};
-    r = post(w, extra, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &status,
-             NULL);
-    assert_int_equal(status, 202);
-    free(r);
-}
-
 /* tools/list in the session; the number of tools listed. */
 static size_t list_tools(const struct world *w)
 {
@@ -118,16 +95,6 @@ static size_t list_tools(const struct world *w)
     size_t n = json_array_size(json_object_get(json_object_get(msg, "result"), "tools"));
     json_decref(msg);
     free(r);
-    return n;
-}
-
-static json_int_t lists_seen(int port, const char *token)
-{
-    json_t *st = mx_it_sim_stats(port, token);
-    assert_non_null(st);
-    json_int_t n =
-        json_integer_value(json_object_get(json_object_get(st, "methods"), "tools/list"));
-    json_decref(st);
     return n;
 }
 
@@ -158,25 +125,25 @@ static void test_list_ttl_governs_the_cache(void **state)
     struct world w;
     (void)state;
     start_world(&w);
-    open_session(&w);
+    mx_it_open_session(w.url, "ttl-test", w.sid, sizeof(w.sid));
     size_t tools = list_tools(&w);
     assert_true(tools >= 10); /* both sims' tools (prefixed where they collide) */
-    json_int_t a0 = lists_seen(w.a_port, w.a_token);
-    json_int_t b0 = lists_seen(w.b_port, w.b_token);
+    json_int_t a0 = mx_it_sim_method_count(w.a_port, w.a_token, "tools/list");
+    json_int_t b0 = mx_it_sim_method_count(w.b_port, w.b_token, "tools/list");
     assert_true(a0 >= 1);
     assert_true(b0 >= 1);
     /* within the hint: from the cache, neither is asked */
     assert_int_equal(list_tools(&w), tools);
-    assert_int_equal(lists_seen(w.a_port, w.a_token), a0);
-    assert_int_equal(lists_seen(w.b_port, w.b_token), b0);
+    assert_int_equal(mx_it_sim_method_count(w.a_port, w.a_token, "tools/list"), a0);
+    assert_int_equal(mx_it_sim_method_count(w.b_port, w.b_token, "tools/list"), b0);
     /* past it: the hinted one is listed again, the other is not */
     usleep((TTL_MS + 300) * 1000);
     assert_int_equal(list_tools(&w), tools);
-    assert_int_equal(lists_seen(w.a_port, w.a_token), a0 + 1);
-    assert_int_equal(lists_seen(w.b_port, w.b_token), b0);
+    assert_int_equal(mx_it_sim_method_count(w.a_port, w.a_token, "tools/list"), a0 + 1);
+    assert_int_equal(mx_it_sim_method_count(w.b_port, w.b_token, "tools/list"), b0);
     /* and once more within the new hint: cached again */
     assert_int_equal(list_tools(&w), tools);
-    assert_int_equal(lists_seen(w.a_port, w.a_token), a0 + 1);
+    assert_int_equal(mx_it_sim_method_count(w.a_port, w.a_token, "tools/list"), a0 + 1);
     /* a stateless client hears what is left of the smallest hint (the
      * unhinted upstream counts as 0) */
     assert_int_equal(modern_ttl(&w), 0);
