@@ -312,19 +312,24 @@ static void post_mcp(struct mx_sim *sim, struct mx_req *req)
     json_decref(msg);
 }
 
-static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
+/* The session a GET or DELETE names, or NULL once the refusal is sent. */
+static struct mx_sim_session *named_session(struct mx_sim *sim, struct mx_req *req)
 {
     const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
     struct mx_sim_session *s = sid ? mx_sim_session_find(sim, *sid) : NULL;
-    if (sid == NULL) {
+    if (sid == NULL)
         rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_SERVER,
                  "Bad Request: Mcp-Session-Id header is required", "no session");
-        return;
-    }
-    if (s == NULL) {
+    else if (s == NULL)
         rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found", "unknown session");
+    return s;
+}
+
+static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
+{
+    struct mx_sim_session *s = named_session(sim, req);
+    if (s == NULL)
         return;
-    }
     mx_sim_session_delete(sim, s);
     mx_sim_respond(sim, req, 200, NULL, 0, NULL, "session deleted");
 }
@@ -333,18 +338,9 @@ static void delete_mcp(struct mx_sim *sim, struct mx_req *req)
  * what belongs to no request (--get-stream; else 405 below). */
 static void get_mcp(struct mx_sim *sim, struct mx_req *req)
 {
-    const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
-    struct mx_sim_session *s = sid ? mx_sim_session_find(sim, *sid) : NULL;
-    if (sid == NULL) {
-        rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_SERVER,
-                 "Bad Request: Mcp-Session-Id header is required", "no session");
-        return;
-    }
-    if (s == NULL) {
-        rpc_fail(sim, req, 404, NULL, MX_SIM_RPC_NOSESSION, "Session not found", "unknown session");
-        return;
-    }
-    mx_sim_stream_get(sim, req, s->id);
+    struct mx_sim_session *s = named_session(sim, req);
+    if (s != NULL)
+        mx_sim_stream_get(sim, req, s->id);
 }
 
 void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
