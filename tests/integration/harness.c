@@ -1359,6 +1359,17 @@ int mx_it_trace_count(const char *trace_path, const char *dir, const char *serve
     return n;
 }
 
+int mx_it_trace_wait(const char *trace_path, const char *dir, const char *server,
+                     const char *needle, int want, int ms)
+{
+    int n = mx_it_trace_count(trace_path, dir, server, needle);
+    for (int waited = 0; n < want && waited < ms; waited += 20) {
+        usleep(20 * 1000);
+        n = mx_it_trace_count(trace_path, dir, server, needle);
+    }
+    return n;
+}
+
 int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt)
 {
     int total = 0;

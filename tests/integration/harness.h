@@ -228,6 +228,11 @@ char *mx_it_secret_file(const char *name, const char *value);
  * |dir| ("c2s", "s2c") for server |server| that hold |needle|. */
 int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,
                       const char *needle);
+/* mx_it_trace_count() polled until it reaches |want| or |ms| pass: a trace
+ * line may be written after the answer that caused it reached the client.
+ * Returns the last count. */
+int mx_it_trace_wait(const char *trace_path, const char *dir, const char *server,
+                     const char *needle, int want, int ms);
 /* How many of |files| (NULL-terminated) hold any of the |cnt| |canaries|,
  * each hit printed to stderr by canary index and path; 0 is the pass. */
 int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt);

@@ -727,9 +727,10 @@ static void test_subscription_updates(void **state)
     assert_int_equal(up_lines(&w, "\"method\":\"server/discover\""), 1);
     assert_int_equal(up_lines(&w, "\"method\":\"initialize\""), 0);
     char *filter = mx_xasprintf("\"resourceSubscriptions\":[\"%s\"]", uri);
-    assert_int_equal(up_lines(&w, filter), 1);
-    assert_int_equal(mx_it_trace_count(w.trace, "s2c", "conf", filter), 1);
-    assert_int_equal(mx_it_trace_count(inner_trace, "c2s", "every", "resources/subscribe"), 1);
+    assert_int_equal(mx_it_trace_wait(w.trace, "c2s", "conf", filter, 1, 3000), 1);
+    assert_int_equal(mx_it_trace_wait(w.trace, "s2c", "conf", filter, 1, 3000), 1);
+    assert_int_equal(mx_it_trace_wait(inner_trace, "c2s", "every", "resources/subscribe", 1, 3000),
+                     1);
     char *log = mx_it_read_file(w.log, NULL);
     assert_non_null(log);
     assert_null(strstr(log, "does not honour"));
