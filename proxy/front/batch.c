@@ -19,9 +19,7 @@
 #include "req_int.h"
 #include "rpc.h"
 #include "sse.h"
-
-#define RPC_INVALID_REQUEST (-32600)
-#define RPC_INTERNAL        (-32603)
+#include "sse_write.h"
 
 struct batch;
 
@@ -146,10 +144,8 @@ static int emit(struct elem *e, struct mx_str data)
     if (b->gone)
         return MX_ECLOSED;
     if (!b->started) {
-        static const struct mx_hdr_out h[] = {{"Content-Type", "text/event-stream"},
-                                              {"Cache-Control", "no-cache"}};
         b->started = true;
-        if (mx_req_start(b->parent, 200, h, sizeof(h) / sizeof(h[0]), -1) != 0) {
+        if (mx_sse_start(b->parent) != 0) {
             client_gone(b);
             return MX_ECLOSED;
         }
@@ -172,7 +168,7 @@ static void emit_error(struct elem *e, const char *why)
 {
     if (e->id == NULL || e->answered)
         return;
-    json_t *err = mx_rpc_error_new(e->id, RPC_INTERNAL, why, NULL);
+    json_t *err = mx_rpc_error_new(e->id, MX_RPC_INTERNAL_ERROR, why, NULL);
     char *s = json_dumps(err, JSON_COMPACT);
     json_decref(err);
     e->answered = true;
@@ -394,7 +390,7 @@ int mx_batch_serve(struct ev_loop *loop, struct mx_req *parent, const json_t *ar
             /* JSON-RPC 2.0, Batch: an element that is no object gets an
              * Invalid Request error of its own, id null */
             json_t *err =
-                mx_rpc_error_new(json_null(), RPC_INVALID_REQUEST, "Invalid Request", NULL);
+                mx_rpc_error_new(json_null(), MX_RPC_INVALID_REQUEST, "Invalid Request", NULL);
             char *s = json_dumps(err, JSON_COMPACT);
             json_decref(err);
             emit(e, mx_str_cstr(s));

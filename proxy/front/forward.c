@@ -21,8 +21,10 @@
 #include "log.h"
 #include "mcp_2026.h"
 #include "metrics.h"
+#include "revision.h"
 #include "rpc.h"
 #include "sse.h"
+#include "sse_write.h"
 #include "stdio_serve.h"
 #include "upcall.h"
 #include "upreq.h"
@@ -348,8 +350,7 @@ static void on_wait(struct mx_upcall *c, void *data)
     (void)c;
     if (f->progress_token == NULL || !f->accepts_sse || f->responded)
         return;
-    struct mx_hdr_out h[] = {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
-    if (mx_req_start(f->req, 200, h, 2, -1) != 0)
+    if (mx_sse_start(f->req) != 0)
         return;
     f->responded = true;
     f->status = 200;
@@ -472,7 +473,7 @@ static void relay(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *
     mx_buf_init(&f->json, TRACE_JSON_CAP);
     ev_init(&f->progress, progress_cb);
     const struct mx_str *acc = mx_req_header(req, "Accept");
-    f->accepts_sse = acc && memmem(acc->p, acc->len, "text/event-stream", 17) != NULL;
+    f->accepts_sse = mx_rev_accepts(acc, "text/event-stream", false);
     const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
     if (sid)
         f->session = mx_xstrndup(sid->p, sid->len);

@@ -23,26 +23,17 @@
 #include "revision.h"
 #include "rpc.h"
 #include "sse.h"
+#include "sse_write.h"
 #include "up2026.h"
 
 #define SUBSYS SUBSYS_MCP
 
 #define SSE_OUT_CAP (16u * 1024 * 1024)
 
-/* MCP 2025-11-25, Lifecycle: what mcplex speaks to clients, newest first. */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
-
 static const char *const levels[] = {"debug", "info",     "notice", "warning",
                                      "error", "critical", "alert",  "emergency"};
 
 /* The JSON-RPC codes of MCP and its SDKs that are not in rpc.h. */
-#define RPC_PARSE_ERROR     -32700
-#define RPC_INVALID_REQUEST -32600
-#define RPC_NO_METHOD       -32601
-#define RPC_INVALID_PARAMS  -32602
-#define RPC_SESSION_GONE    -32001 /* TS SDK: "Session not found" */
-#define RPC_NO_RESOURCE     -32002 /* MCP 2025-06-18, Resources */
 
 struct call {
     struct mx_mcp *m;
@@ -106,15 +97,6 @@ int mcp_min_log_level(struct mx_mcp *m)
             min = s->log_level;
     }
     return min;
-}
-
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; v && versions[i]; i++) {
-        if (strcmp(v, versions[i]) == 0)
-            return true;
-    }
-    return false;
 }
 
 static void trace(struct mx_mcp *m, const char *dir, const struct mx_session *s, struct mx_str msg)
@@ -252,23 +234,11 @@ static void call_client_gone(struct call *c)
     call_orphan(c, "the client went away");
 }
 
-/* MCP 2025-06-18, Streamable HTTP: an SSE answer to a POST; no caching or
- * proxy buffering on it. Returns 0 or MX_ECLOSED / MX_EINVAL. */
-static int start_sse_plain(struct mx_req *req)
-{
-    static const struct mx_hdr_out hdrs[] = {
-        {"Content-Type", "text/event-stream"},
-        {"Cache-Control", "no-cache"},
-        {"X-Accel-Buffering", "no"},
-    };
-    return mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
-}
-
 static bool start_sse(struct call *c)
 {
     if (c->sse)
         return true;
-    if (start_sse_plain(c->req) != 0) {
+    if (mx_sse_start(c->req) != 0) {
         call_client_gone(c);
         return false;
     }
@@ -562,7 +532,7 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
     if (rc) {
         free(c);
         json_decref(upmsg);
-        respond_error(m, req, s, 200, id, RPC_INVALID_REQUEST,
+        respond_error(m, req, s, 200, id, MX_RPC_INVALID_REQUEST,
                       rc == MX_EEXIST ? "a request with this id is already in flight"
                                       : "too many requests in flight");
         return;
@@ -659,7 +629,7 @@ void mcp_s2c_request(struct upctx *ctx, uint64_t key, json_t *msg, struct call *
         return;
     }
     if (call && call->orphan) {
-        reply_upstream(ctx, key, id, NULL, RPC_INVALID_REQUEST,
+        reply_upstream(ctx, key, id, NULL, MX_RPC_INVALID_REQUEST,
                        "the request this belongs to was cancelled");
         return;
     }
@@ -675,7 +645,7 @@ void mcp_s2c_request(struct upctx *ctx, uint64_t key, json_t *msg, struct call *
                  "mcplex cannot tell which client %.60s is for; send it while handling a "
                  "request",
                  method);
-        reply_upstream(ctx, key, id, NULL, RPC_NO_METHOD, text);
+        reply_upstream(ctx, key, id, NULL, MX_RPC_METHOD_NOT_FOUND, text);
         return;
     }
     const char *cap = strcmp(method, "sampling/createMessage") == 0 ? "sampling"
@@ -683,18 +653,19 @@ void mcp_s2c_request(struct upctx *ctx, uint64_t key, json_t *msg, struct call *
                       : strcmp(method, "roots/list") == 0           ? "roots"
                                                                     : NULL;
     if (cap == NULL) {
-        reply_upstream(ctx, key, id, NULL, RPC_NO_METHOD, "Method not found");
+        reply_upstream(ctx, key, id, NULL, MX_RPC_METHOD_NOT_FOUND, "Method not found");
         return;
     }
     json_t *caps = json_object_get(target->init_params, "capabilities");
     if (!json_is_object(json_object_get(caps, cap))) {
         snprintf(text, sizeof(text), "the client did not declare the %s capability", cap);
-        reply_upstream(ctx, key, id, NULL, RPC_NO_METHOD, text);
+        reply_upstream(ctx, key, id, NULL, MX_RPC_METHOD_NOT_FOUND, text);
         return;
     }
     const struct mx_idmap_s2c *e;
     if (mx_idmap_s2c_add(m->ids, target->key, key, ctx->u->idx, id, call ? call->up_id : 0, &e)) {
-        reply_upstream(ctx, key, id, NULL, RPC_INVALID_REQUEST, "duplicate or too many requests");
+        reply_upstream(ctx, key, id, NULL, MX_RPC_INVALID_REQUEST,
+                       "duplicate or too many requests");
         return;
     }
     json_t *out = json_deep_copy(msg);
@@ -969,7 +940,7 @@ static void respond_list(struct pending *p)
     if (result)
         respond_result(p->m, p->req, p->s, id, result);
     else /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
-        respond_error(p->m, p->req, p->s, 200, id, RPC_INVALID_PARAMS, bad);
+        respond_error(p->m, p->req, p->s, 200, id, MX_RPC_INVALID_PARAMS, bad);
     p->req = NULL;
 }
 
@@ -991,7 +962,7 @@ static void unknown_name(struct mx_mcp *m, struct mx_req *req, struct mx_session
     char text[300];
     /* MCP 2025-06-18, Tools: an unknown tool is a protocol error, -32602 */
     snprintf(text, sizeof(text), "Unknown %s: %.200s", what, name ? name : "(none)");
-    respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, text);
+    respond_error(m, req, s, 200, id, MX_RPC_INVALID_PARAMS, text);
 }
 
 static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_req *req,
@@ -1038,7 +1009,7 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
     struct mx_uriroute_result r;
     char text[600];
     if (uri == NULL) {
-        respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, "params.uri must be a string");
+        respond_error(m, req, s, 200, id, MX_RPC_INVALID_PARAMS, "params.uri must be a string");
         return NULL;
     }
     if (as_template) {
@@ -1068,7 +1039,8 @@ static struct mx_mcpup *route_uri(struct mx_mcp *m, struct mx_session *s, struct
             return only;
         snprintf(text, sizeof(text),
                  "Resource not found: no upstream lists %.200s or a template that matches it", uri);
-        json_t *err = mx_rpc_error_new(id, RPC_NO_RESOURCE, text, json_pack("{s:s}", "uri", uri));
+        json_t *err =
+            mx_rpc_error_new(id, MX_RPC_NO_RESOURCE, text, json_pack("{s:s}", "uri", uri));
         respond_json(m, req, s, 200, err, NULL, 0);
         return NULL;
     }
@@ -1132,7 +1104,7 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_r
             call_start(m, s, req, msg, u, json_deep_copy(msg), 0, NULL);
         return;
     }
-    respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS,
+    respond_error(m, req, s, 200, id, MX_RPC_INVALID_PARAMS,
                   "params.ref.type must be ref/prompt or ref/resource");
 }
 
@@ -1142,7 +1114,7 @@ static void set_level(struct mx_mcp *m, struct mx_session *s, struct mx_req *req
     const char *lv = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
     int level = mcp_log_level(lv);
     if (level < 0) {
-        respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, "Invalid log level");
+        respond_error(m, req, s, 200, id, MX_RPC_INVALID_PARAMS, "Invalid log level");
         return;
     }
     s->log_level = level;
@@ -1176,7 +1148,7 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_r
     bool is_list;
     enum mx_agg_kind kind = list_kind(method, &is_list);
     if (params && !json_is_object(params)) {
-        respond_error(m, req, s, 200, id, RPC_INVALID_PARAMS, "params must be an object");
+        respond_error(m, req, s, 200, id, MX_RPC_INVALID_PARAMS, "params must be an object");
         return;
     }
     if (is_list) {
@@ -1201,12 +1173,12 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_r
     } else if (strcmp(method, "logging/setLevel") == 0) {
         set_level(m, s, req, msg);
     } else if (strcmp(method, "initialize") == 0) {
-        respond_error(m, req, s, 400, id, RPC_INVALID_REQUEST,
+        respond_error(m, req, s, 400, id, MX_RPC_INVALID_REQUEST,
                       "Invalid Request: the session is already initialized");
     } else {
         char text[160];
         snprintf(text, sizeof(text), "Method not found: %.100s", method);
-        respond_error(m, req, s, 200, id, RPC_NO_METHOD, text);
+        respond_error(m, req, s, 200, id, MX_RPC_METHOD_NOT_FOUND, text);
     }
 }
 
@@ -1226,7 +1198,7 @@ static void client_cancelled(struct mx_mcp *m, struct mx_session *s, json_t *msg
         c->req = NULL;
         mx_req_set_handler(req, NULL, NULL, NULL);
         /* no answer follows a cancelled request; end its stream empty */
-        if (c->sse || start_sse_plain(req) == 0)
+        if (c->sse || mx_sse_start(req) == 0)
             mx_req_end(req);
     }
     call_orphan(c, reason ? reason : "cancelled by the client");
@@ -1257,14 +1229,15 @@ static void s2c_orphaned(const struct mx_idmap_s2c *e, void *arg)
     struct mx_mcpup *u = m->ups[e->upstream];
     if (m->shutting_down || u->cfg->session != MX_SESSION_SHARED || u->shared.s == NULL)
         return; /* a per-client upstream session ends with the client's */
-    json_t *r = mx_rpc_error_new(e->up_id, RPC_INVALID_REQUEST, "the client session ended", NULL);
+    json_t *r =
+        mx_rpc_error_new(e->up_id, MX_RPC_INVALID_REQUEST, "the client session ended", NULL);
     mx_upsess_send(u->shared.s, r, e->upsess);
     json_decref(r);
 }
 
 static void parked_gone(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
 {
-    respond_error(m, req, data, 404, json_object_get(msg, "id"), RPC_SESSION_GONE,
+    respond_error(m, req, data, 404, json_object_get(msg, "id"), MX_RPC_SESSION_GONE,
                   "Session not found");
 }
 
@@ -1277,7 +1250,7 @@ static void session_on_close(struct mx_session *s, void *data)
     while (sx->pendings) {
         struct pending *p = sx->pendings;
         if (p->req) {
-            respond_error(m, p->req, s, 404, json_object_get(p->msg, "id"), RPC_SESSION_GONE,
+            respond_error(m, p->req, s, 404, json_object_get(p->msg, "id"), MX_RPC_SESSION_GONE,
                           "Session not found");
             p->req = NULL;
         }
@@ -1295,7 +1268,8 @@ static void session_on_close(struct mx_session *s, void *data)
             if (c->sse)
                 mx_req_end(req);
             else
-                respond_error(m, req, s, 404, c->client_id, RPC_SESSION_GONE, "Session not found");
+                respond_error(m, req, s, 404, c->client_id, MX_RPC_SESSION_GONE,
+                              "Session not found");
         }
         call_end(c);
     }
@@ -1328,22 +1302,22 @@ static struct mx_session *session_from(struct mx_mcp *m, struct mx_req *req, con
     const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
     if (sid == NULL) {
         /* MCP 2025-06-18, Session Management: 400 without the header */
-        respond_error(m, req, NULL, 400, id, RPC_INVALID_REQUEST,
+        respond_error(m, req, NULL, 400, id, MX_RPC_INVALID_REQUEST,
                       "Bad Request: Mcp-Session-Id header is required");
         return NULL;
     }
     struct mx_session *s = mx_session_find(m->sessions, *sid);
     if (s == NULL) {
         /* ... and 404 for one that is unknown, expired or deleted */
-        respond_error(m, req, NULL, 404, id, RPC_SESSION_GONE, "Session not found");
+        respond_error(m, req, NULL, 404, id, MX_RPC_SESSION_GONE, "Session not found");
         return NULL;
     }
     const struct mx_str *pv = mx_req_header(req, "MCP-Protocol-Version");
     if (pv) {
         char v[32];
         snprintf(v, sizeof(v), "%.*s", (int)(pv->len < 31 ? pv->len : 31), pv->p);
-        if (!version_known(v)) {
-            respond_error(m, req, s, 400, id, RPC_INVALID_REQUEST,
+        if (!mx_rev_session_version_known(v)) {
+            respond_error(m, req, s, 400, id, MX_RPC_INVALID_REQUEST,
                           "Bad Request: unsupported MCP-Protocol-Version");
             return NULL;
         }
@@ -1356,12 +1330,12 @@ static void initialize(struct mx_mcp *m, struct mx_req *req, json_t *msg)
     json_t *id = json_object_get(msg, "id");
     json_t *params = json_object_get(msg, "params");
     if (mx_req_header(req, "Mcp-Session-Id")) {
-        respond_error(m, req, NULL, 400, id, RPC_INVALID_REQUEST,
+        respond_error(m, req, NULL, 400, id, MX_RPC_INVALID_REQUEST,
                       "Invalid Request: initialize must not carry an Mcp-Session-Id");
         return;
     }
     if (!json_is_object(params)) {
-        respond_error(m, req, NULL, 200, id, RPC_INVALID_PARAMS,
+        respond_error(m, req, NULL, 200, id, MX_RPC_INVALID_PARAMS,
                       "initialize needs params with protocolVersion and capabilities");
         return;
     }
@@ -1383,30 +1357,13 @@ static void initialize(struct mx_mcp *m, struct mx_req *req, json_t *msg)
     /* MCP 2025-06-18, Lifecycle: the client's version if mcplex speaks it,
      * else mcplex's latest; independent of every upstream's version */
     const char *want = json_string_value(json_object_get(params, "protocolVersion"));
-    snprintf(s->version, sizeof(s->version), "%s", version_known(want) ? want : versions[0]);
+    snprintf(s->version, sizeof(s->version), "%s",
+             mx_rev_session_version_known(want) ? want : mx_rev_session_versions[0]);
     mx_log_debug(SUBSYS, "session %.8s... opened (%s)", s->id, s->version);
     pending_start(m, s, req, msg, P_INIT, MX_AGG_TOOLS, KINDS_ALL);
 }
 
 /* ---- HTTP ---- */
-
-static bool accepts(const struct mx_req *req, const char *type)
-{
-    const struct mx_str *a = mx_req_header(req, "Accept");
-    if (a == NULL)
-        return false;
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%.*s", (int)(a->len < 511 ? a->len : 511), a->p);
-    return strstr(buf, type) != NULL || strstr(buf, "*/*") != NULL;
-}
-
-static bool is_json_type(const struct mx_req *req)
-{
-    const struct mx_str *ct = mx_req_header(req, "Content-Type");
-    return ct && (mx_str_caseeq_cstr(*ct, "application/json") ||
-                  (ct->len > 16 && strncasecmp(ct->p, "application/json", 16) == 0 &&
-                   (ct->p[16] == ';' || ct->p[16] == ' ')));
-}
 
 static void post(struct mx_mcp *m, struct mx_req *req);
 
@@ -1425,7 +1382,7 @@ static void post_batch(struct mx_mcp *m, struct mx_req *req, json_t *arr)
     const char *why = mx_batch_refusal(arr, s->version);
     if (why == NULL && mx_batch_serve(m->loop, req, arr, SSE_OUT_CAP, post_element, m) == 0)
         return;
-    respond_error(m, req, s, 400, NULL, RPC_INVALID_REQUEST, why ? why : "Invalid Request");
+    respond_error(m, req, s, 400, NULL, MX_RPC_INVALID_REQUEST, why ? why : "Invalid Request");
 }
 
 static void post(struct mx_mcp *m, struct mx_req *req)
@@ -1433,19 +1390,15 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     struct mx_str body = mx_req_body(req);
     /* MCP 2025-06-18, Streamable HTTP: JSON in, and the client accepts both
      * JSON and SSE out */
-    if (!is_json_type(req)) {
-        respond_error(m, req, NULL, 415, NULL, RPC_INVALID_REQUEST,
-                      "Unsupported Media Type: Content-Type must be application/json");
-        return;
-    }
-    if (!accepts(req, "application/json") || !accepts(req, "text/event-stream")) {
-        respond_error(m, req, NULL, 406, NULL, RPC_INVALID_REQUEST,
-                      "Not Acceptable: Accept must list application/json and text/event-stream");
+    struct mx_rev_error media;
+    if (mx_rev_check_media(mx_req_header(req, "Content-Type"), mx_req_header(req, "Accept"),
+                           &media) != 0) {
+        respond_error(m, req, NULL, media.status, NULL, media.code, media.message);
         return;
     }
     json_t *msg = mx_rpc_parse(body);
     if (msg == NULL) {
-        respond_error(m, req, NULL, 400, NULL, RPC_PARSE_ERROR, "Parse error");
+        respond_error(m, req, NULL, 400, NULL, MX_RPC_PARSE_ERROR, "Parse error");
         return;
     }
     if (json_is_array(msg)) {
@@ -1457,7 +1410,7 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     json_t *id = json_object_get(msg, "id");
     if (kind == MX_RPC_INVALID) {
         respond_error(m, req, NULL, 400, json_is_string(id) || json_is_integer(id) ? id : NULL,
-                      RPC_INVALID_REQUEST, "Invalid Request");
+                      MX_RPC_INVALID_REQUEST, "Invalid Request");
         json_decref(msg);
         return;
     }
@@ -1499,7 +1452,7 @@ static void post(struct mx_mcp *m, struct mx_req *req)
     json_decref(msg);
 }
 
-/* The guard let only an SSE stream request through (mx_guard_accepts_sse). */
+/* The guard let only an SSE stream request through (mx_rev_accepts). */
 static void get(struct mx_mcp *m, struct mx_req *req)
 {
     struct mx_session *s = session_from(m, req, NULL);
@@ -1508,7 +1461,7 @@ static void get(struct mx_mcp *m, struct mx_req *req)
     int rc = mx_session_attach_get(s, req);
     if (rc == MX_EEXIST)
         /* one GET stream per session, as the TS SDK server does */
-        respond_error(m, req, s, 409, NULL, RPC_INVALID_REQUEST,
+        respond_error(m, req, s, 409, NULL, MX_RPC_INVALID_REQUEST,
                       "Conflict: this session already has a GET stream");
 }
 
@@ -1536,8 +1489,8 @@ void mx_mcp_serve(struct mx_mcp *m, struct mx_req *req)
         del(m, req);
     else
         respond_json(m, req, NULL, 405,
-                     mx_rpc_error_new(NULL, RPC_INVALID_REQUEST, "Method Not Allowed", NULL), allow,
-                     1);
+                     mx_rpc_error_new(NULL, MX_RPC_INVALID_REQUEST, "Method Not Allowed", NULL),
+                     allow, 1);
 }
 
 /* ---- setup ---- */

@@ -27,6 +27,7 @@
 #include "revision.h"
 #include "rpc.h"
 #include "sse.h"
+#include "sse_write.h"
 
 #define SUBSYS SUBSYS_MCP
 
@@ -41,13 +42,6 @@
 #define STATE_KEY_LEN   32
 #define CURSOR_SCOPED   0x10 /* in a cursor's kind: a list of /mcp/<server> */
 #define HANDLE_LEN      32   /* hex of 128 random bits */
-
-#define RPC_PARSE_ERROR     -32700
-#define RPC_INVALID_REQUEST -32600
-#define RPC_NO_METHOD       -32601
-#define RPC_INVALID_PARAMS  -32602
-#define RPC_INTERNAL        -32603
-#define RPC_NO_RESOURCE     -32002 /* MCP 2025-06-18; -32602 in 2026-07-28 */
 
 struct mcall;
 struct listen;
@@ -204,16 +198,6 @@ static void send_result(struct mx_mcp *m, struct mx_req *req, const json_t *id, 
 {
     send_json(m, req, 200,
               json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
-}
-
-static int start_sse(struct mx_req *req)
-{
-    static const struct mx_hdr_out hdrs[] = {
-        {"Content-Type", "text/event-stream"},
-        {"Cache-Control", "no-cache"},
-        {"X-Accel-Buffering", "no"},
-    };
-    return mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
 }
 
 static int sse_send(struct mx_mcp *m, struct mx_req *req, const json_t *msg)
@@ -406,7 +390,7 @@ static void call_orphan(struct mcall *c, const char *reason)
     json_t *q;
     json_object_foreach(c->asked, k, q)
     {
-        reply_upstream(c, json_object_get(q, "id"), NULL, RPC_INVALID_REQUEST, reason);
+        reply_upstream(c, json_object_get(q, "id"), NULL, MX_RPC_INVALID_REQUEST, reason);
     }
     json_object_clear(c->asked);
     if (c->rpc == NULL) {
@@ -430,7 +414,7 @@ static int call_send(struct mcall *c, const json_t *msg)
     if (c->freed || c->orphan || c->req == NULL)
         return MX_ECLOSED;
     if (!c->sse) {
-        if (start_sse(c->req) != 0) {
+        if (mx_sse_start(c->req) != 0) {
             c->req = NULL;
             call_orphan(c, "the client went away");
             return MX_ECLOSED;
@@ -498,7 +482,7 @@ static void call_ask(struct mcall *c)
     if (c->req == NULL || json_object_size(c->asked) == 0)
         return;
     if (++c->rounds > MRTR_MAX_ROUNDS) {
-        json_t *e = json_pack("{s:i, s:s}", "code", RPC_INTERNAL, "message",
+        json_t *e = json_pack("{s:i, s:s}", "code", MX_RPC_INTERNAL_ERROR, "message",
                               "too many input rounds for one request; cancelled");
         call_hold(c);
         call_reply(c, e, true);
@@ -552,7 +536,7 @@ static void call_question(struct mcall *c, uint64_t key, json_t *msg)
         return;
     }
     if (c->orphan) {
-        reply_upstream(c, id, NULL, RPC_INVALID_REQUEST, "the request this belongs to ended");
+        reply_upstream(c, id, NULL, MX_RPC_INVALID_REQUEST, "the request this belongs to ended");
         return;
     }
     /* MCP 2026-07-28, MRTR: only these, and only when this request's
@@ -562,16 +546,16 @@ static void call_question(struct mcall *c, uint64_t key, json_t *msg)
                       : strcmp(method, "roots/list") == 0           ? "roots"
                                                                     : NULL;
     if (cap == NULL) {
-        reply_upstream(c, id, NULL, RPC_NO_METHOD, "Method not found");
+        reply_upstream(c, id, NULL, MX_RPC_METHOD_NOT_FOUND, "Method not found");
         return;
     }
     if (!json_is_object(json_object_get(c->caps, cap))) {
         snprintf(text, sizeof(text), "the client did not declare the %s capability", cap);
-        reply_upstream(c, id, NULL, RPC_NO_METHOD, text);
+        reply_upstream(c, id, NULL, MX_RPC_METHOD_NOT_FOUND, text);
         return;
     }
     if (json_object_size(c->asked) >= MRTR_MAX_ASKED) {
-        reply_upstream(c, id, NULL, RPC_INVALID_REQUEST, "too many open questions");
+        reply_upstream(c, id, NULL, MX_RPC_INVALID_REQUEST, "too many open questions");
         return;
     }
     /* a 2026 upstream's own key, which the client sees (MCP 2026-07-28,
@@ -659,7 +643,7 @@ static int call_on_message(struct mx_uprpc *rpc, uint64_t key, json_t *msg, void
 }
 
 /* The upstream's answer as a 2026 client reads it: resultType and
- * serverInfo added, resources/read cacheable, a missing resource -32602
+ * serverInfo added, resources/read cacheable, a missing resource MX_RPC_INVALID_PARAMS
  * with data.uri (MCP 2026-07-28, Resources). */
 static json_t *modern_answer(struct mcall *c, json_t *resp, bool *is_error)
 {
@@ -667,9 +651,9 @@ static json_t *modern_answer(struct mcall *c, json_t *resp, bool *is_error)
     if (json_is_object(err)) {
         json_t *out = json_deep_copy(err);
         *is_error = true;
-        if (json_integer_value(json_object_get(out, "code")) == RPC_NO_RESOURCE &&
+        if (json_integer_value(json_object_get(out, "code")) == MX_RPC_NO_RESOURCE &&
             strcmp(c->method, "resources/read") == 0) {
-            json_object_set_new(out, "code", json_integer(RPC_INVALID_PARAMS));
+            json_object_set_new(out, "code", json_integer(MX_RPC_INVALID_PARAMS));
             json_t *d = json_object_get(out, "data");
             if (!json_is_object(d)) {
                 d = json_object();
@@ -848,7 +832,7 @@ static void call_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg, s
     json_t *id = json_object_get(msg, "id");
     if (mm->call_cnt >= MAX_CALLS) {
         json_decref(upmsg);
-        send_error(m, req, 200, id, RPC_INTERNAL, "too many requests in flight", NULL);
+        send_error(m, req, 200, id, MX_RPC_INTERNAL_ERROR, "too many requests in flight", NULL);
         return;
     }
     uint8_t rnd[HANDLE_LEN / 2];
@@ -919,7 +903,7 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     if (c && c->scope != scope)
         c = NULL;
     if (v == STATE_BAD) {
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS,
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS,
                    "Invalid params: requestState was not issued by this mcplex for this request",
                    NULL);
         return;
@@ -930,11 +914,11 @@ static void call_retry(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
                  "waits %.0f s for the retry of an input_required result from %s); send the "
                  "request again without requestState",
                  park_s_for(u), u->cfg->name);
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS, text, NULL);
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS, text, NULL);
         return;
     }
     if (c->req) {
-        send_error(m, req, 200, id, RPC_INVALID_REQUEST,
+        send_error(m, req, 200, id, MX_RPC_INVALID_REQUEST,
                    "Invalid Request: a retry of this request is already in flight", NULL);
         return;
     }
@@ -1011,7 +995,7 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_req *r
     /* MCP 2026-07-28, Tools: an unknown tool is -32602 */
     snprintf(text, sizeof(text), "Unknown %s: %.200s", kind == MX_AGG_TOOLS ? "tool" : "prompt",
              name ? name : "(none)");
-    send_error(m, req, 200, json_object_get(msg, "id"), RPC_INVALID_PARAMS, text, NULL);
+    send_error(m, req, 200, json_object_get(msg, "id"), MX_RPC_INVALID_PARAMS, text, NULL);
     return NULL;
 }
 
@@ -1064,7 +1048,7 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
     struct mx_uriroute_result r;
     char text[400];
     if (uri == NULL) {
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS, "params.uri must be a string", NULL);
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS, "params.uri must be a string", NULL);
         return NULL;
     }
     r.cnt = 0;
@@ -1091,7 +1075,7 @@ static struct mx_mcpup *route_uri(struct mcp_modern *mm, struct mx_req *req, jso
         /* MCP 2026-07-28, Resources: not found is -32602 with data.uri */
         snprintf(text, sizeof(text),
                  "Resource not found: no upstream lists %.200s or a template that matches it", uri);
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS, text, json_pack("{s:s}", "uri", uri));
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS, text, json_pack("{s:s}", "uri", uri));
         return NULL;
     }
     send_json(m, req, 200, mcp_uri_ambiguous(m, id, uri, &r));
@@ -1133,7 +1117,7 @@ static void route_completion(struct mcp_modern *mm, struct mx_req *req, json_t *
             call_start(mm, req, msg, u, json_deep_copy(msg), uri, NULL);
         return;
     }
-    send_error(mm->m, req, 200, json_object_get(msg, "id"), RPC_INVALID_PARAMS,
+    send_error(mm->m, req, 200, json_object_get(msg, "id"), MX_RPC_INVALID_PARAMS,
                "params.ref.type must be ref/prompt or ref/resource", NULL);
 }
 
@@ -1288,14 +1272,14 @@ static void respond_list(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
          * there */
         if (!json_is_object(
                 json_object_get(json_object_get(scope->init, "capabilities"), caps[kind]))) {
-            send_error(mm->m, req, 404, id, RPC_NO_METHOD, "Method not found", NULL);
+            send_error(mm->m, req, 404, id, MX_RPC_METHOD_NOT_FOUND, "Method not found", NULL);
             return;
         }
         result = scope_page(mm->m, scope, kind, params, &why);
     }
     if (result == NULL) {
         /* MCP 2026-07-28, Pagination: an invalid cursor is -32602 */
-        send_error(mm->m, req, 200, id, RPC_INVALID_PARAMS, why, NULL);
+        send_error(mm->m, req, 200, id, MX_RPC_INVALID_PARAMS, why, NULL);
         return;
     }
     finish_result(result, true, list_ttl(mm->m, kind, scope));
@@ -1601,12 +1585,13 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
     json_t *id = json_object_get(msg, "id");
     json_t *filter = json_object_get(json_object_get(msg, "params"), "notifications");
     if (!json_is_object(filter)) {
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS,
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS,
                    "Invalid params: subscriptions/listen needs params.notifications", NULL);
         return;
     }
     if (mm->listen_cnt >= MAX_LISTENS) {
-        send_error(m, req, 200, id, RPC_INTERNAL, "too many listen streams are open", NULL);
+        send_error(m, req, 200, id, MX_RPC_INTERNAL_ERROR, "too many listen streams are open",
+                   NULL);
         return;
     }
     /* resources are found through the catalogues: load them first */
@@ -1616,7 +1601,7 @@ static void listen_start(struct mcp_modern *mm, struct mx_req *req, json_t *msg,
         fan_start(mm, req, msg, F_ROUTE, MX_AGG_RESOURCES, res, scope);
         return;
     }
-    if (start_sse(req) != 0)
+    if (mx_sse_start(req) != 0)
         return;
     struct listen *l = mx_xcalloc(1, sizeof(*l));
     l->mm = mm;
@@ -1814,7 +1799,7 @@ bool mcp_modern_refuses(struct mx_mcp *m, struct mx_req *req)
         !mx_rev_is_modern(NULL, &h))
         return false;
     /* MCP 2026-07-28, Streamable HTTP: POST only */
-    json_t *err = mx_rpc_error_new(NULL, RPC_INVALID_REQUEST,
+    json_t *err = mx_rpc_error_new(NULL, MX_RPC_INVALID_REQUEST,
                                    "Method Not Allowed: MCP 2026-07-28 is POST only", NULL);
     char *text = mx_rpc_dump(err);
     json_decref(err);
@@ -1845,7 +1830,8 @@ static void modern_post(struct mx_mcp *m, struct mx_req *req, json_t *msg, struc
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
     json_t *lv = json_object_get(meta, MX_REV_META_LOG_LEVEL);
     if (lv && mcp_log_level(json_string_value(lv)) < 0) {
-        send_error(m, req, 200, id, RPC_INVALID_PARAMS, "Invalid params: unknown logLevel", NULL);
+        send_error(m, req, 200, id, MX_RPC_INVALID_PARAMS, "Invalid params: unknown logLevel",
+                   NULL);
         return;
     }
     dispatch(mm, req, msg, true, scope);
@@ -1869,7 +1855,7 @@ bool mx_mcp_modern_serve_one(struct mx_mcp *m, struct mx_upstream *up, struct mx
         get_headers(req, &h);
         if (h.session || !mx_rev_is_modern(NULL, &h))
             return false;
-        send_error(m, req, 400, NULL, msg ? RPC_INVALID_REQUEST : RPC_PARSE_ERROR,
+        send_error(m, req, 400, NULL, msg ? MX_RPC_INVALID_REQUEST : MX_RPC_PARSE_ERROR,
                    msg ? "Invalid Request: one JSON-RPC message per POST" : "Parse error", NULL);
         return true;
     }
@@ -1883,10 +1869,10 @@ bool mx_mcp_modern_serve_one(struct mx_mcp *m, struct mx_upstream *up, struct mx
     } else if (mx_rpc_classify(msg) == MX_RPC_INVALID) {
         json_t *id = json_object_get(msg, "id");
         send_error(m, req, 400, json_is_string(id) || json_is_integer(id) ? id : NULL,
-                   RPC_INVALID_REQUEST, "Invalid Request", NULL);
+                   MX_RPC_INVALID_REQUEST, "Invalid Request", NULL);
     } else if (u == NULL || u->up != up) {
         /* a reload is replacing the slot */
-        send_error(m, req, 503, json_object_get(msg, "id"), RPC_INTERNAL,
+        send_error(m, req, 503, json_object_get(msg, "id"), MX_RPC_INTERNAL_ERROR,
                    "the server is being reloaded; try again", NULL);
     } else {
         modern_post(m, req, msg, u);
@@ -1911,7 +1897,7 @@ void mx_mcp_modern_retired(struct mx_mcp *m, size_t idx)
         fnext = f->next;
         if (f->scope == u) {
             if (f->req)
-                send_error(m, f->req, 503, json_object_get(f->msg, "id"), RPC_INTERNAL,
+                send_error(m, f->req, 503, json_object_get(f->msg, "id"), MX_RPC_INTERNAL_ERROR,
                            "the server left the config at a reload", NULL);
             f->req = NULL;
             fan_free(f);
@@ -1934,7 +1920,8 @@ struct mcp_modern *mcp_modern_new(struct mx_mcp *m)
 static void parked_stopping(struct mx_mcp *m, struct mx_req *req, json_t *msg, void *data)
 {
     (void)data;
-    send_error(m, req, 503, json_object_get(msg, "id"), RPC_INTERNAL, "mcplex is stopping", NULL);
+    send_error(m, req, 503, json_object_get(msg, "id"), MX_RPC_INTERNAL_ERROR, "mcplex is stopping",
+               NULL);
 }
 
 void mcp_modern_free(struct mcp_modern *mm)
@@ -1946,7 +1933,7 @@ void mcp_modern_free(struct mcp_modern *mm)
     while (mm->fans) {
         struct fan *f = mm->fans;
         if (f->req)
-            send_error(mm->m, f->req, 503, json_object_get(f->msg, "id"), RPC_INTERNAL,
+            send_error(mm->m, f->req, 503, json_object_get(f->msg, "id"), MX_RPC_INTERNAL_ERROR,
                        "mcplex is stopping", NULL);
         f->req = NULL;
         fan_free(f);
@@ -1963,7 +1950,8 @@ void mcp_modern_free(struct mcp_modern *mm)
             if (c->sse)
                 mx_req_end(req);
             else
-                send_error(mm->m, req, 503, c->client_id, RPC_INTERNAL, "mcplex is stopping", NULL);
+                send_error(mm->m, req, 503, c->client_id, MX_RPC_INTERNAL_ERROR,
+                           "mcplex is stopping", NULL);
         }
         call_free(c);
     }

@@ -727,7 +727,7 @@ json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
     if (n < sizeof(text))
         snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
     /* MCP 2025-06-18 and 2026-07-28: invalid params, with the URI in data */
-    return mx_rpc_error_new(id, -32602, text,
+    return mx_rpc_error_new(id, MX_RPC_INVALID_PARAMS, text,
                             json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
 }
 

@@ -18,6 +18,7 @@
 #include "rand.h"
 #include "session.h"
 #include "sse.h"
+#include "sse_write.h"
 
 #define SUBSYS "session"
 
@@ -281,14 +282,9 @@ static void get_abort(struct mx_req *req, void *data)
 
 int mx_session_attach_get(struct mx_session *s, struct mx_req *req)
 {
-    static const struct mx_hdr_out hdrs[] = {
-        {"Content-Type", "text/event-stream"},
-        {"Cache-Control", "no-cache"},
-        {"X-Accel-Buffering", "no"},
-    };
     if (s->get)
         return MX_EEXIST;
-    if (mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1) != 0)
+    if (mx_sse_start(req) != 0)
         return MX_ECLOSED;
     s->get = req;
     s->get_blocked = false;

@@ -19,18 +19,16 @@
 #include "buf.h"
 #include "err.h"
 #include "log.h"
+#include "revision.h"
 #include "rpc.h"
 #include "session.h"
 #include "sse.h"
+#include "sse_write.h"
 #include "stdio_serve.h"
 #include "upsess.h"
 
 #define SUBSYS      "stdio"
 #define SSE_OUT_CAP (16u * 1024 * 1024)
-
-/* Versions a client may ask for, newest first (MCP 2025-11-25, Lifecycle). */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
 
 struct bridge {
     struct mx_stdio_serve *ss;
@@ -156,14 +154,9 @@ static void call_client_gone(struct bcall *c)
 
 static int start_sse(struct bcall *c)
 {
-    static const struct mx_hdr_out hdrs[] = {
-        {"Content-Type", "text/event-stream"},
-        {"Cache-Control", "no-cache"},
-        {"X-Accel-Buffering", "no"},
-    };
     if (c->sse)
         return 0;
-    if (mx_req_start(c->req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1) != 0)
+    if (mx_sse_start(c->req) != 0)
         return MX_ECLOSED;
     c->sse = true;
     return 0;
@@ -339,11 +332,7 @@ static void call_start(struct bsess *bs, struct mx_req *req, json_t *msg)
 
 static const char *negotiate(const char *asked)
 {
-    for (size_t i = 0; asked && versions[i]; i++) {
-        if (strcmp(asked, versions[i]) == 0)
-            return versions[i];
-    }
-    return versions[0];
+    return mx_rev_session_version_known(asked) ? asked : mx_rev_session_versions[0];
 }
 
 static void init_on_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
@@ -490,7 +479,7 @@ static void shared_on_message(struct mx_upsess *us, uint64_t key, json_t *msg, v
         else if (strcmp(method, "roots/list") == 0)
             reply(us, key, id, json_pack("{s:[]}", "roots"), 0, NULL);
         else
-            reply(us, key, id, NULL, -32601,
+            reply(us, key, id, NULL, MX_RPC_METHOD_NOT_FOUND,
                   "mcplex cannot tell which client this is for; send it while handling a "
                   "request");
         return;
@@ -523,7 +512,7 @@ static void session_on_close(struct mx_session *s, void *data)
             if (c->sse)
                 mx_req_end(req);
             else
-                respond_error(req, 404, c->client_id, -32600, "the session ended");
+                respond_error(req, 404, c->client_id, MX_RPC_INVALID_REQUEST, "the session ended");
         }
         call_end(c);
         call_release(c);
@@ -601,14 +590,15 @@ static struct mx_session *session_of(struct bridge *b, struct mx_req *req, const
 {
     const struct mx_str *sid = mx_req_header(req, "Mcp-Session-Id");
     if (sid == NULL) {
-        respond_error(req, 400, id, -32600, "Bad Request: Mcp-Session-Id header is required");
+        respond_error(req, 400, id, MX_RPC_INVALID_REQUEST,
+                      "Bad Request: Mcp-Session-Id header is required");
         return NULL;
     }
     struct mx_session *s = mx_session_find(b->sessions, *sid);
     if (s == NULL || s->owner == NULL) {
         /* MCP 2025-06-18, Session Management: 404, and the client starts a
          * new session */
-        respond_error(req, 404, id, -32001, "Session not found");
+        respond_error(req, 404, id, MX_RPC_SESSION_GONE, "Session not found");
         return NULL;
     }
     return s;
@@ -657,14 +647,14 @@ static void post_batch(struct bridge *b, struct mx_req *req, json_t *arr)
     const char *why = mx_batch_refusal(arr, s->version);
     if (why == NULL && mx_batch_serve(b->ss->gw->loop, req, arr, SSE_OUT_CAP, post_element, b) == 0)
         return;
-    respond_error(req, 400, NULL, -32600, why ? why : "Invalid Request");
+    respond_error(req, 400, NULL, MX_RPC_INVALID_REQUEST, why ? why : "Invalid Request");
 }
 
 static void post(struct bridge *b, struct mx_req *req, json_t *body)
 {
     json_t *msg = json_incref(body);
     if (msg == NULL) {
-        respond_error(req, 400, NULL, -32700, "Parse error");
+        respond_error(req, 400, NULL, MX_RPC_PARSE_ERROR, "Parse error");
         return;
     }
     if (json_is_array(msg)) {
@@ -673,7 +663,7 @@ static void post(struct bridge *b, struct mx_req *req, json_t *body)
         return;
     }
     if (!json_is_object(msg)) {
-        respond_error(req, 400, NULL, -32600, "Invalid Request");
+        respond_error(req, 400, NULL, MX_RPC_INVALID_REQUEST, "Invalid Request");
         json_decref(msg);
         return;
     }
@@ -681,7 +671,7 @@ static void post(struct bridge *b, struct mx_req *req, json_t *body)
     json_t *id = json_object_get(msg, "id");
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (kind == MX_RPC_INVALID) {
-        respond_error(req, 400, id, -32600, "Invalid Request");
+        respond_error(req, 400, id, MX_RPC_INVALID_REQUEST, "Invalid Request");
         json_decref(msg);
         return;
     }
@@ -725,8 +715,7 @@ static void post(struct bridge *b, struct mx_req *req, json_t *body)
 
 static bool accepts_sse(const struct mx_req *req)
 {
-    const struct mx_str *acc = mx_req_header(req, "Accept");
-    return acc && memmem(acc->p, acc->len, "text/event-stream", 17) != NULL;
+    return mx_rev_accepts(mx_req_header(req, "Accept"), "text/event-stream", false);
 }
 
 void mx_stdio_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req, json_t *msg)

@@ -16,11 +16,9 @@
 #include "err.h"
 #include "num.h"
 #include "revision.h"
+#include "rpc.h"
 
-#define RPC_INVALID_REQUEST -32600
-#define RPC_NO_METHOD       -32601
-#define RPC_INVALID_PARAMS  -32602
-#define NAME_MAX_LEN        4096
+#define NAME_MAX_LEN 4096
 
 static const char *const supported[] = {MX_REV_MODERN, NULL};
 
@@ -60,6 +58,18 @@ bool mx_rev_is_modern(const json_t *msg, const struct mx_rev_hdrs *h)
     return h->version && date_at_least(*h->version, MX_REV_MODERN);
 }
 
+const char *const mx_rev_session_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                               "2024-11-05", NULL};
+
+bool mx_rev_session_version_known(const char *v)
+{
+    for (size_t i = 0; v && mx_rev_session_versions[i]; i++) {
+        if (strcmp(v, mx_rev_session_versions[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 bool mx_rev_version_supported(const char *v)
 {
     for (size_t i = 0; v && supported[i]; i++) {
@@ -94,10 +104,59 @@ static int refuse(struct mx_rev_error *err, int status, int code, json_t *data, 
     return MX_EPROTO;
 }
 
-/* Whether the Accept value |a| admits |type|. */
-static bool accept_has(const struct mx_str *a, const char *type)
+/* Whether the parameters |params| of one Accept member say q=0. */
+static bool q_zero(struct mx_str params)
 {
-    return memmem(a->p, a->len, type, strlen(type)) != NULL || memmem(a->p, a->len, "*/*", 3);
+    while (params.len) {
+        const char *semi = memchr(params.p, ';', params.len);
+        size_t n = semi ? (size_t)(semi - params.p) : params.len;
+        struct mx_str p = mx_str_trim(mx_str_make(params.p, n));
+        if (p.len >= 2 && (p.p[0] == 'q' || p.p[0] == 'Q') && p.p[1] == '=') {
+            /* RFC 9110 §12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" ... ) */
+            size_t i = 2;
+            if (i == p.len || p.p[i] != '0')
+                return false;
+            for (i++; i < p.len; i++) {
+                if (p.p[i] != '.' && p.p[i] != '0')
+                    return false;
+            }
+            return true;
+        }
+        params = semi ? mx_str_make(semi + 1, params.len - n - 1) : mx_str_make(params.p, 0);
+    }
+    return false;
+}
+
+/* Whether the media range |range| is the wildcard range of |want|'s type. */
+static bool sub_wildcard(struct mx_str range, const char *want)
+{
+    const char *slash = strchr(want, '/');
+    size_t tl = slash ? (size_t)(slash - want) : 0;
+    return slash && range.len == tl + 2 && strncasecmp(range.p, want, tl) == 0 &&
+           range.p[tl] == '/' && range.p[tl + 1] == '*';
+}
+
+bool mx_rev_accepts(const struct mx_str *accept, const char *want, bool wildcards)
+{
+    if (accept == NULL)
+        return false;
+    struct mx_str rest = *accept;
+    while (rest.len) {
+        const char *comma = memchr(rest.p, ',', rest.len);
+        size_t n = comma ? (size_t)(comma - rest.p) : rest.len;
+        struct mx_str member = mx_str_make(rest.p, n);
+        const char *semi = memchr(member.p, ';', member.len);
+        size_t tl = semi ? (size_t)(semi - member.p) : member.len;
+        struct mx_str type = mx_str_trim(mx_str_make(member.p, tl));
+        struct mx_str params =
+            semi ? mx_str_make(semi + 1, member.len - tl - 1) : mx_str_make("", 0);
+        bool match = mx_str_caseeq_cstr(type, want) ||
+                     (wildcards && (mx_str_caseeq_cstr(type, "*/*") || sub_wildcard(type, want)));
+        if (match && !q_zero(params))
+            return true;
+        rest = comma ? mx_str_make(comma + 1, rest.len - n - 1) : mx_str_make(rest.p, 0);
+    }
+    return false;
 }
 
 int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *accept,
@@ -110,10 +169,10 @@ int mx_rev_check_media(const struct mx_str *content_type, const struct mx_str *a
                    (ct->len == jl || ct->p[jl] == ';' || ct->p[jl] == ' ');
     err->data = NULL;
     if (!is_json)
-        return refuse(err, 415, RPC_INVALID_REQUEST, NULL,
+        return refuse(err, 415, MX_RPC_INVALID_REQUEST, NULL,
                       "Unsupported Media Type: Content-Type must be application/json");
-    if (accept == NULL || !accept_has(accept, json) || !accept_has(accept, "text/event-stream"))
-        return refuse(err, 406, RPC_INVALID_REQUEST, NULL,
+    if (!mx_rev_accepts(accept, json, true) || !mx_rev_accepts(accept, "text/event-stream", true))
+        return refuse(err, 406, MX_RPC_INVALID_REQUEST, NULL,
                       "Not Acceptable: Accept must list application/json and text/event-stream");
     return 0;
 }
@@ -283,7 +342,7 @@ static int check_version_method(const char *v, const char *method, struct mx_rev
     /* MCP 2026-07-28, Streamable HTTP: an unknown method is 404; initialize,
      * ping, logging/setLevel and resources/(un)subscribe no longer exist */
     if (!method_known(method))
-        return refuse(err, 404, RPC_NO_METHOD, NULL, "Method not found: %.100s", method);
+        return refuse(err, 404, MX_RPC_METHOD_NOT_FOUND, NULL, "Method not found: %.100s", method);
     return 0;
 }
 
@@ -293,7 +352,7 @@ static int check_meta_only(const json_t *msg, const char *method, struct mx_rev_
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
     json_t *mv = json_object_get(meta, MX_REV_META_VERSION);
     if (!json_is_string(mv) || !json_is_object(json_object_get(meta, MX_REV_META_CAPS)))
-        return refuse(err, 400, RPC_INVALID_PARAMS, NULL,
+        return refuse(err, 400, MX_RPC_INVALID_PARAMS, NULL,
                       "Invalid params: params._meta must carry %s and %s", MX_REV_META_VERSION,
                       MX_REV_META_CAPS);
     char v[64];
@@ -310,7 +369,7 @@ int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_e
     json_t *mv = json_object_get(meta, MX_REV_META_VERSION);
     memset(err, 0, sizeof(*err));
     if (method == NULL)
-        return refuse(err, 400, -32600, NULL, "Invalid Request");
+        return refuse(err, 400, MX_RPC_INVALID_REQUEST, NULL, "Invalid Request");
     if (h->no_headers)
         return check_meta_only(msg, method, err);
     if (h->version == NULL)
@@ -318,7 +377,7 @@ int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_e
                       "Header mismatch: the MCP-Protocol-Version header is required");
     if (!json_is_object(params) || !json_is_object(meta) || !json_is_string(mv) ||
         !json_is_object(json_object_get(meta, MX_REV_META_CAPS)))
-        return refuse(err, 400, RPC_INVALID_PARAMS, NULL,
+        return refuse(err, 400, MX_RPC_INVALID_PARAMS, NULL,
                       "Invalid params: params._meta must carry %s and %s", MX_REV_META_VERSION,
                       MX_REV_META_CAPS);
     if (mx_rev_header_decode(*h->version, hv, sizeof(hv)) < 0 ||

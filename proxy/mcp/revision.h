@@ -58,6 +58,17 @@ struct mx_rev_error {
  */
 bool mx_rev_is_modern(const json_t *msg, const struct mx_rev_hdrs *h);
 
+/*
+ * The session revisions (those with initialize) mcplex speaks, to clients
+ * and to upstreams, newest first, NULL-terminated (MCP 2025-11-25,
+ * Lifecycle): the one list, also for the version an upstream's initialize
+ * answer may name.
+ */
+extern const char *const mx_rev_session_versions[];
+
+/* Whether |v| (may be NULL) is one of mx_rev_session_versions. */
+bool mx_rev_session_version_known(const char *v);
+
 /* Whether |v| (NUL-terminated) is a revision served statelessly. */
 bool mx_rev_version_supported(const char *v);
 
@@ -72,6 +83,14 @@ bool mx_rev_version_supported(const char *v);
  * (404, -32601). Returns 0, or MX_EPROTO with |*err| filled.
  */
 int mx_rev_check(const json_t *msg, const struct mx_rev_hdrs *h, struct mx_rev_error *err);
+
+/*
+ * Whether the Accept value |accept| (NULL: absent) lists the media type
+ * |want| ("type/subtype") with a q above 0 (RFC 9110 §12.5.1); with
+ * |wildcards|, the any-type range and a range of |want|'s type (text/ and
+ * a star) count too.
+ */
+bool mx_rev_accepts(const struct mx_str *accept, const char *want, bool wildcards);
 
 /*
  * The media checks of a POST (MCP 2026-07-28, Streamable HTTP, the same as

@@ -10,10 +10,17 @@
 
 #include "str.h"
 
-/* Codes in the JSON-RPC "server error" range reserved for mcplex, and the
- * standard ones mcplex uses from more than one file. */
+/* The JSON-RPC error codes mcplex sends: the standard ones, those MCP
+ * clients know, and those of the "server error" range reserved for mcplex.
+ * MCP 2026-07-28's own codes are in revision.h. */
 enum mx_rpc_code {
+    MX_RPC_PARSE_ERROR = -32700,          /* JSON-RPC 2.0 §5.1 */
     MX_RPC_INVALID_REQUEST = -32600,      /* JSON-RPC 2.0 §5.1 */
+    MX_RPC_METHOD_NOT_FOUND = -32601,     /* JSON-RPC 2.0 §5.1 */
+    MX_RPC_INVALID_PARAMS = -32602,       /* JSON-RPC 2.0 §5.1 */
+    MX_RPC_INTERNAL_ERROR = -32603,       /* JSON-RPC 2.0 §5.1 */
+    MX_RPC_SESSION_GONE = -32001,         /* TS SDK: "Session not found" */
+    MX_RPC_NO_RESOURCE = -32002,          /* MCP 2025-06-18, Resources; -32602 in 2026-07-28 */
     MX_RPC_UPSTREAM_UNAVAILABLE = -32010, /* refused, reset, down, paused too long */
     MX_RPC_UPSTREAM_AUTH = -32011,        /* upstream refused the vault credential */
     MX_RPC_UPSTREAM_TIMEOUT = -32012,     /* request_timeout passed */

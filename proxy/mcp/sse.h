@@ -49,14 +49,4 @@ int mx_sse_decode(struct mx_sse_decoder *d, const char *p, size_t len);
  */
 int mx_sse_encode(struct mx_buf *out, const char *event, const char *id, struct mx_str data);
 
-struct mx_req;
-
-/*
- * Write |data| (one JSON-RPC message) as an SSE "message" event on the
- * streamed response |req|. Returns 0, MX_EAGAIN (written, but the client is
- * slow: stop until on_drain), MX_ECLOSED (the client is gone) or MX_ELIMIT
- * (the event would exceed |cap| bytes; nothing written).
- */
-int mx_sse_write_event(struct mx_req *req, struct mx_str data, size_t cap);
-
 #endif

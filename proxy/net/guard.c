@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "guard.h"
+#include "revision.h"
 #include "num.h"
 
 /* Split "host[:port]" or "[v6][:port]" into the host part; false if malformed. */
@@ -140,50 +141,6 @@ bool mx_guard_header_value_ok(struct mx_str v)
     return true;
 }
 
-/* Whether the parameters |params| of one Accept member say q=0. */
-static bool q_zero(struct mx_str params)
-{
-    while (params.len) {
-        const char *semi = memchr(params.p, ';', params.len);
-        size_t n = semi ? (size_t)(semi - params.p) : params.len;
-        struct mx_str p = mx_str_trim(mx_str_make(params.p, n));
-        if (p.len >= 2 && (p.p[0] == 'q' || p.p[0] == 'Q') && p.p[1] == '=') {
-            /* RFC 9110 §12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" ... ) */
-            size_t i = 2;
-            if (i == p.len || p.p[i] != '0')
-                return false;
-            for (i++; i < p.len; i++) {
-                if (p.p[i] != '.' && p.p[i] != '0')
-                    return false;
-            }
-            return true;
-        }
-        params = semi ? mx_str_make(semi + 1, params.len - n - 1) : mx_str_make(params.p, 0);
-    }
-    return false;
-}
-
-bool mx_guard_accepts_sse(const struct mx_str *accept)
-{
-    if (accept == NULL)
-        return false;
-    struct mx_str rest = *accept;
-    while (rest.len) {
-        const char *comma = memchr(rest.p, ',', rest.len);
-        size_t n = comma ? (size_t)(comma - rest.p) : rest.len;
-        struct mx_str member = mx_str_make(rest.p, n);
-        const char *semi = memchr(member.p, ';', member.len);
-        size_t tl = semi ? (size_t)(semi - member.p) : member.len;
-        struct mx_str type = mx_str_trim(mx_str_make(member.p, tl));
-        struct mx_str params =
-            semi ? mx_str_make(semi + 1, member.len - tl - 1) : mx_str_make("", 0);
-        if (mx_str_caseeq_cstr(type, "text/event-stream") && !q_zero(params))
-            return true;
-        rest = comma ? mx_str_make(comma + 1, rest.len - n - 1) : mx_str_make(rest.p, 0);
-    }
-    return false;
-}
-
 /* /mcp or /mcp/<anything>: the MCP endpoints, whose GET opens an SSE stream. */
 static bool mcp_path(struct mx_str path)
 {
@@ -214,7 +171,7 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struc
      * here, it never reaches an upstream with its credential nor wakes one.
      */
     if (mx_str_eq(req->method, MX_STR_LIT("GET")) && mcp_path(req->path) &&
-        !mx_guard_accepts_sse(req->accept))
+        !mx_rev_accepts(req->accept, "text/event-stream", false))
         return MX_GUARD_NOT_STREAM;
     return MX_GUARD_OK;
 }

@@ -44,10 +44,6 @@ const char *mx_guard_message(enum mx_guard_verdict v);
 /* The HTTP status that refuses |v| (403, or 406 for MX_GUARD_NOT_STREAM). */
 int mx_guard_status(enum mx_guard_verdict v);
 
-/* Whether the Accept value |accept| (NULL: absent) lists text/event-stream
- * itself with a q above 0; wildcard ranges do not count. */
-bool mx_guard_accepts_sse(const struct mx_str *accept);
-
 /*
  * Whether a header value may cross mcplex, in either direction: no control
  * byte but HTAB (RFC 9110 §5.5: field-value is VCHAR, obs-text, SP, HTAB).

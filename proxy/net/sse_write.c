@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* One SSE event onto a streamed response. */
+/* SSE responses to clients (sse_write.h). */
 #include "err.h"
 #include "req.h"
 #include "sse.h"
+#include "sse_write.h"
+
+int mx_sse_start(struct mx_req *req)
+{
+    static const struct mx_hdr_out hdrs[] = {
+        {"Content-Type", "text/event-stream"},
+        {"Cache-Control", "no-cache"},
+        {"X-Accel-Buffering", "no"},
+    };
+    return mx_req_start(req, 200, hdrs, sizeof(hdrs) / sizeof(hdrs[0]), -1);
+}
 
 int mx_sse_write_event(struct mx_req *req, struct mx_str data, size_t cap)
 {

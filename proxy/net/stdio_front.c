@@ -43,8 +43,6 @@
 #define SID_MAX       128
 
 /* JSON-RPC 2.0 codes used here. */
-#define RPC_INVALID_REQUEST -32600
-#define RPC_INTERNAL_ERROR  -32603
 
 enum front_state {
     F_OPEN = 0,     /* serving the client */
@@ -367,7 +365,7 @@ static void fe_reset(struct mx_req *req)
     struct sreq *sr = req->conn;
     /* The answer was cut off: the client still gets one for its id. */
     if (sr->answers && !sr->answered && sr->id) {
-        emit_json(sr->f, mx_rpc_error_new(sr->id, RPC_INTERNAL_ERROR,
+        emit_json(sr->f, mx_rpc_error_new(sr->id, MX_RPC_INTERNAL_ERROR,
                                           "mcplex lost the answer to this request", NULL));
         sr->answered = true;
     }
@@ -516,7 +514,7 @@ static void report_dropped(struct mx_stdio_front *f)
              f->o.max_line);
     /* its id is unknown: JSON-RPC 2.0 §5 answers with a null id */
     json_t *null = json_null();
-    emit_json(f, mx_rpc_error_new(null, RPC_INVALID_REQUEST, text, NULL));
+    emit_json(f, mx_rpc_error_new(null, MX_RPC_INVALID_REQUEST, text, NULL));
     json_decref(null);
 }
 

@@ -8,17 +8,16 @@
 #include "alloc.h"
 #include "err.h"
 #include "log.h"
+#include "revision.h"
 #include "rpc.h"
 #include "upmsg.h"
-
-const char *const mx_upmsg_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                         NULL};
 
 json_t *mx_upmsg_initialize(const json_t *caps, const char *id)
 {
     return json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
-                     "method", "initialize", "params", "protocolVersion", mx_upmsg_versions[0],
-                     "capabilities", caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+                     "method", "initialize", "params", "protocolVersion",
+                     mx_rev_session_versions[0], "capabilities", caps, "clientInfo", "name",
+                     "mcplex", "version", MX_VERSION);
 }
 
 json_t *mx_upmsg_initialized(void)
@@ -38,20 +37,11 @@ json_t *mx_upmsg_cancelled(const json_t *id, const char *reason)
                      "notifications/cancelled", "params", "requestId", id, "reason", reason);
 }
 
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; mx_upmsg_versions[i]; i++) {
-        if (strcmp(v, mx_upmsg_versions[i]) == 0)
-            return true;
-    }
-    return false;
-}
-
 bool mx_upmsg_init_ok(const struct mx_server_cfg *cfg, const json_t *msg, struct mx_upfail *f)
 {
     json_t *result = json_object_get(msg, "result");
     const char *v = json_string_value(json_object_get(result, "protocolVersion"));
-    if (json_is_object(result) && v != NULL && version_known(v))
+    if (json_is_object(result) && v != NULL && mx_rev_session_version_known(v))
         return true;
     const char *m = json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
     if (!json_is_object(result))

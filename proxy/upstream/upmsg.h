@@ -29,9 +29,6 @@
 #include "upsess.h"
 #include "upsess_stdio.h"
 
-/* Newest first, NULL-terminated (MCP 2025-11-25, Lifecycle). */
-extern const char *const mx_upmsg_versions[];
-
 /* The initialize request with id |id|, offering |caps| (new reference). */
 json_t *mx_upmsg_initialize(const json_t *caps, const char *id);
 /* notifications/initialized (new reference). */

@@ -55,10 +55,6 @@
 #define LISTEN_BACKOFF_CAP 30000
 #define LISTEN_ACK_MS      30000L /* for the acknowledgement of a new listen stream */
 
-/* What mcplex speaks to upstreams, newest first (MCP 2025-11-25, Lifecycle). */
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
-                                       NULL};
-
 enum upsess_state {
     US_IDLE = 0,
     US_INIT = 1,
@@ -734,8 +730,8 @@ static void session_initialize(struct mx_upsess *s)
     struct mx_upfail fail;
     json_t *msg =
         json_pack("{s:s, s:i, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", 0,
-                  "method", "initialize", "params", "protocolVersion", versions[0], "capabilities",
-                  s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
+                  "method", "initialize", "params", "protocolVersion", mx_rev_session_versions[0],
+                  "capabilities", s->caps, "clientInfo", "name", "mcplex", "version", MX_VERSION);
     char *body = mx_rpc_dump(msg);
     json_decref(msg);
     struct op *op = op_start(s, OP_INIT, body, INIT_TIMEOUT_MS, &fail);
@@ -1056,7 +1052,7 @@ static bool bridge26(struct mx_uprpc *r)
         return false;
     const char *uri = json_string_value(json_object_get(json_object_get(r->msg, "params"), "uri"));
     if (uri == NULL) {
-        json_t *resp = mx_rpc_error_new(json_object_get(r->msg, "id"), -32602,
+        json_t *resp = mx_rpc_error_new(json_object_get(r->msg, "id"), MX_RPC_INVALID_PARAMS,
                                         "Invalid params: params.uri must be a string", NULL);
         rpc_finish(r, resp, NULL);
         json_decref(resp);
@@ -1219,7 +1215,7 @@ static void mrtr_answer(struct mx_upsess *s, json_t *msg)
             json_decref(r->mrtr_error);
             r->mrtr_error = json_is_object(err)
                                 ? json_incref(err)
-                                : json_pack("{s:i, s:s}", "code", -32603, "message",
+                                : json_pack("{s:i, s:s}", "code", MX_RPC_INTERNAL_ERROR, "message",
                                             "the client's answer to a question was not valid");
         }
         json_object_del(r->mrtr_ask, id);
@@ -1228,15 +1224,6 @@ static void mrtr_answer(struct mx_upsess *s, json_t *msg)
         return;
     }
     mx_log_debug(SUBSYS, "up:%s answer to no open question; dropped", name(s));
-}
-
-static bool version_known(const char *v)
-{
-    for (size_t i = 0; versions[i]; i++) {
-        if (strcmp(v, versions[i]) == 0)
-            return true;
-    }
-    return false;
 }
 
 /* The answer to initialize. */
@@ -1255,7 +1242,7 @@ static void init_answered(struct op *op, json_t *msg)
         session_init_failed(s, &fail);
         return;
     }
-    if (v == NULL || !version_known(v)) {
+    if (v == NULL || !mx_rev_session_version_known(v)) {
         char what[200];
         snprintf(what, sizeof(what),
                  "initialize answered protocol version %.40s, which mcplex "

@@ -3,7 +3,7 @@
  * The guard's header checks on arbitrary bytes: mx_guard_header_value_ok
  * refuses exactly the values with a control byte other than HTAB (what
  * would let an upstream or a client write header lines of its own), and
- * mx_guard_accepts_sse (an Accept list parser) never says yes to a value
+ * mx_rev_accepts (an Accept list parser) never says yes to a value
  * that does not name text/event-stream itself.
  */
 #include <stdbool.h>
@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "guard.h"
+#include "revision.h"
 #include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             clean = false;
     }
     MX_ASSERT(mx_guard_header_value_ok(in) == clean);
-    if (mx_guard_accepts_sse(&in))
+    if (mx_rev_accepts(&in, "text/event-stream", false))
         MX_ASSERT(names_sse(data, size));
     return 0;
 }

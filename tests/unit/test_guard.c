@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "guard.h"
+#include "revision.h"
 
 static void test_guard_host_loopback(void **state)
 {
@@ -142,10 +143,10 @@ static void test_guard_accepts_sse(void **state)
         {",,;", false},
     };
     (void)state;
-    assert_false(mx_guard_accepts_sse(NULL));
+    assert_false(mx_rev_accepts(NULL, "text/event-stream", false));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct mx_str a = mx_str_cstr(cases[i].accept);
-        if (mx_guard_accepts_sse(&a) != cases[i].ok)
+        if (mx_rev_accepts(&a, "text/event-stream", false) != cases[i].ok)
             fail_msg("Accept '%s': want %d", cases[i].accept, cases[i].ok);
     }
 }

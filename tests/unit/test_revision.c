@@ -17,6 +17,7 @@
 
 #include "err.h"
 #include "revision.h"
+#include "rpc.h"
 
 static json_t *req(const char *method, const char *version, bool caps, const char *extra)
 {
@@ -314,6 +315,43 @@ static void test_revision_check_params(void **state)
     json_decref(sch);
 }
 
+/* The POST media check of both eras: JSON in, JSON and SSE accepted, where
+ * a wildcard range may stand for either and q=0 refuses. */
+static void test_revision_check_media(void **state)
+{
+    static const struct {
+        const char *ct, *accept;
+        int status;
+    } cases[] = {
+        {"application/json", "application/json, text/event-stream", 0},
+        {"application/json; charset=utf-8", "text/event-stream, application/json;q=0.5", 0},
+        {"Application/JSON", "*/*", 0},
+        {"application/json", "application/*, text/*", 0},
+        {"application/json", "application/json", 406},
+        {"application/json", "text/event-stream", 406},
+        {"application/json", "application/json, text/event-stream;q=0", 406},
+        {"application/json", "text/*", 406},
+        {"application/json", "application/jsonx, text/event-stream", 406},
+        {"application/json", NULL, 406},
+        {"text/plain", "application/json, text/event-stream", 415},
+        {"application/jsonx", "application/json, text/event-stream", 415},
+        {NULL, "application/json, text/event-stream", 415},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_str ct = mx_str_cstr(cases[i].ct ? cases[i].ct : "");
+        struct mx_str acc = mx_str_cstr(cases[i].accept ? cases[i].accept : "");
+        struct mx_rev_error err;
+        int rc = mx_rev_check_media(cases[i].ct ? &ct : NULL, cases[i].accept ? &acc : NULL, &err);
+        int got = rc == 0 ? 0 : err.status;
+        if (got != cases[i].status)
+            fail_msg("Content-Type '%s', Accept '%s': %d, want %d", cases[i].ct ? cases[i].ct : "-",
+                     cases[i].accept ? cases[i].accept : "-", got, cases[i].status);
+        if (rc != 0)
+            assert_int_equal(err.code, MX_RPC_INVALID_REQUEST);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_revision_unsupported_data),
         cmocka_unit_test(test_revision_no_headers),
         cmocka_unit_test(test_revision_check_params),
+        cmocka_unit_test(test_revision_check_media),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
