@@ -34,6 +34,7 @@ struct cli {
     const char *log_level;
     int64_t drop_after_events;
     bool conformance;
+    bool modern_only;
     bool get_stream;
     bool whoami_credential;
     const char *bad_header;
@@ -73,6 +74,8 @@ static void usage(FILE *f)
           "  --get-stream             GET /mcp opens the session's notification stream\n"
           "  --conformance            serve the fixture set of the MCP conformance suite\n"
           "                           instead of the sim's own tools (see README)\n"
+          "  --modern-only            with --conformance: speak MCP 2026-07-28 only (a\n"
+          "                           2025 request gets 400/-32022, GET and DELETE 405)\n"
           "  --whoami-credential yes  whoami also answers the credential header it got\n"
           "                           (a misbehaving server, for leak tests)\n"
           "  --forge-progress N       each step of a slow stream also sends progress for\n"
@@ -109,6 +112,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
         }
         if (strcmp(arg, "--conformance") == 0) {
             cli->conformance = true;
+            continue;
+        }
+        if (strcmp(arg, "--modern-only") == 0) {
+            cli->modern_only = true;
             continue;
         }
         if (strcmp(arg, "--get-stream") == 0) {
@@ -191,6 +198,10 @@ static int parse_cli(int argc, char **argv, struct cli *cli, struct mx_sim_setti
                 return rc;
             }
         }
+    }
+    if (cli->modern_only && !cli->conformance) {
+        fprintf(stderr, "sandbox-sim: --modern-only needs --conformance\n");
+        return MX_EINVAL;
     }
     if (cli->bearer_env && (cli->cookie || cli->cookie_env)) {
         fprintf(stderr, "sandbox-sim: use either --bearer-env or --cookie/--cookie-env\n");
@@ -293,6 +304,7 @@ int main(int argc, char **argv)
     sim.name = mx_xstrdup(cli.name);
     sim.drop_after_events = cli.drop_after_events;
     sim.conformance = cli.conformance;
+    sim.modern_only = cli.modern_only;
     sim.get_stream = cli.get_stream;
     if (RAND_bytes(sim.state_key, (int)sizeof(sim.state_key)) != 1) {
         fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");

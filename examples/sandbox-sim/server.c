@@ -305,10 +305,25 @@ static void post_mcp(struct mx_sim *sim, struct mx_req *req)
     }
     /* The 2025 revisions use sessions (revision checks are rev.c's); in
      * conformance mode the stateless 2026-07-28 revision is modern.c's. */
-    if (sim->conformance && mx_sim_modern_is(req, msg))
+    if (sim->conformance && mx_sim_modern_is(req, msg)) {
         mx_sim_modern_post(sim, req, msg);
-    else
+    } else if (sim->modern_only) {
+        /* MCP 2026-07-28, Version negotiation: a server of that revision
+         * alone names what it supports; a 2025 client cannot fall forward */
+        json_t *id = json_object_get(msg, "id");
+        const char *asked =
+            json_string_value(json_object_get(json_object_get(msg, "params"), "protocolVersion"));
+        mx_sim_respond(sim, req, 400, NULL, 0,
+                       mx_sim_rpc_error(json_is_string(id) || json_is_integer(id) ? id : NULL,
+                                        -32022,
+                                        "Unsupported protocol version: this server "
+                                        "speaks 2026-07-28 only",
+                                        json_pack("{s:[s], s:s}", "supported", "2026-07-28",
+                                                  "requested", asked ? asked : "")),
+                       "2025 request (modern only)");
+    } else {
         session_post(sim, req, msg);
+    }
     json_decref(msg);
 }
 
@@ -346,6 +361,7 @@ static void get_mcp(struct mx_sim *sim, struct mx_req *req)
 void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
 {
     static const struct mx_hdr_out allow[] = {{"Allow", "POST, DELETE"}};
+    static const struct mx_hdr_out post_only[] = {{"Allow", "POST"}};
     struct mx_str m = mx_req_method(req);
 
     if (mx_sim_fault_inject(sim)) {
@@ -358,6 +374,12 @@ void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
     }
     if (mx_str_eq(m, MX_STR_LIT("POST")))
         post_mcp(sim, req);
+    else if (sim->modern_only)
+        /* MCP 2026-07-28, Streamable HTTP: POST only */
+        mx_sim_respond(sim, req, 405, post_only, 1,
+                       mx_sim_rpc_error(NULL, MX_SIM_RPC_SERVER,
+                                        "Method Not Allowed: MCP 2026-07-28 is POST only", NULL),
+                       NULL);
     else if (mx_str_eq(m, MX_STR_LIT("DELETE")))
         delete_mcp(sim, req);
     else if (sim->get_stream && mx_str_eq(m, MX_STR_LIT("GET")))

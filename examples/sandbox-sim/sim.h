@@ -141,6 +141,7 @@ struct mx_sim {
     /* --conformance: the conformance catalogue (conf.c), and Host and Origin
      * must name the loopback (MCP 2025-11-25, Streamable HTTP, Security). */
     bool conformance;
+    bool modern_only; /* --modern-only: no 2025 session, no initialize */
     unsigned char state_key[MX_SIM_STATE_KEY_LEN]; /* signs requestState (2026-07-28) */
 };
 

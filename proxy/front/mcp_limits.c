@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the limits of /mcp refused, for /health and /metrics (mcp.h). */
-#include "mcp_int.h"
+#include "front_int.h"
+#include "mcp.h"
 
 uint64_t mx_mcp_sessions_refused(const struct mx_mcp *m)
 {

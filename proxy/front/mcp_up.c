@@ -14,11 +14,12 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "catalogue.h"
 #include "err.h"
 #include "log.h"
-#include "mcp_int.h"
-#include "metrics.h"
+#include "front_int.h"
+#include "mcp.h"
 #include "rand.h"
 #include "rpc.h"
 #include "up2026.h"
@@ -201,11 +202,12 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
         ctx->owner = s;
     }
     ctx->u = u;
-    if (ctx->key == 0)
-        ctx->key = ++u->m->ctx_keys;
-    if (ctx->s == NULL) {
+    if (ctx->v.key == 0)
+        ctx->v.key = ++u->m->ctx_keys;
+    if (ctx->v.s == NULL) {
         json_t *caps = client_caps_for(ctx->owner);
-        ctx->s = mx_upsess_new(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
+        ctx->v.s =
+            u->m->ops->open(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
         json_decref(caps);
     }
     return ctx;
@@ -225,10 +227,10 @@ static void ctx_close(struct mx_mcpup *u, struct upctx *ctx)
         return;
     if (u->refresh && u->refresh->via == ctx)
         refresh_abort(u);
-    if (ctx->s) {
-        mx_idmap_drop_upsess(u->m->ids, mx_upsess_key(ctx->s));
-        mx_upsess_close(ctx->s);
-        ctx->s = NULL;
+    if (ctx->v.s) {
+        mx_idmap_drop_upsess(u->m->ids, u->m->ops->key(ctx->v.s));
+        u->m->ops->close(ctx->v.s);
+        ctx->v.s = NULL;
     }
 }
 
@@ -243,7 +245,7 @@ void mcp_up_session_closed(struct mx_session *s)
 
 /* ---- catalogue refresh ---- */
 
-static bool offers(const struct mx_mcpup *u, int kind)
+bool mcp_up_offers(const struct mx_mcpup *u, int kind)
 {
     json_t *caps = json_object_get(u->init, "capabilities");
     return json_is_object(json_object_get(caps, cap_names[kind]));
@@ -298,7 +300,7 @@ static void catalogue_save(struct mx_mcpup *u)
         u->m->cfg->proxy.state_dir == NULL)
         return;
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
-        if (offers(u, k) && (u->lists[k] == NULL || u->stale[k]))
+        if (mcp_up_offers(u, k) && (u->lists[k] == NULL || u->stale[k]))
             return; /* not complete yet */
     }
     char *path = mx_catalogue_path(u->m->cfg->proxy.state_dir, u->cfg);
@@ -354,7 +356,7 @@ static void refresh_end(struct mx_mcpup *u, struct upctx *again)
         catalogue_save(u);
     if (r) {
         if (r->rpc)
-            mx_uprpc_cancel(r->rpc);
+            u->m->ops->cancel(r->rpc);
         refresh_free(r);
     }
     struct upwait *w = u->waiters;
@@ -486,8 +488,8 @@ static void on_list_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
                       "method", list_methods[r->kind], "params", "cursor", next);
         r->pages++;
         static const struct mx_uprpc_cbs cbs = {NULL, on_list_done, NULL};
-        int rc =
-            mx_upsess_request(r->via->s, msg, (long)u->cfg->request_timeout_ms, &cbs, r, &r->rpc);
+        int rc = u->m->ops->request(r->via->v.s, msg, (long)u->cfg->request_timeout_ms, &cbs, r,
+                                    &r->rpc);
         json_decref(msg);
         if (rc == 0)
             return;
@@ -525,7 +527,7 @@ static void refresh_step(struct refresh *r)
             refresh_end(u, r->via);
             return;
         }
-        if (!offers(u, k)) {
+        if (!mcp_up_offers(u, k)) {
             store_list(u, k, json_array(), 0);
             continue;
         }
@@ -535,8 +537,8 @@ static void refresh_step(struct refresh *r)
         r->acc_bytes = 0;
         json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                                 "method", list_methods[k]);
-        int rc =
-            mx_upsess_request(r->via->s, msg, (long)u->cfg->request_timeout_ms, &cbs, r, &r->rpc);
+        int rc = u->m->ops->request(r->via->v.s, msg, (long)u->cfg->request_timeout_ms, &cbs, r,
+                                    &r->rpc);
         json_decref(msg);
         if (rc) {
             struct mx_upfail fail;
@@ -560,7 +562,7 @@ static void on_connected(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
         return;
     }
     if (u->init == NULL)
-        u->init = json_incref(mx_upsess_init_result(r->via->s));
+        u->init = json_incref(u->m->ops->init_result(r->via->v.s));
     mcp_up_note_ok(u);
     refresh_step(r);
 }
@@ -588,7 +590,7 @@ void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struc
     if (u->state == UPS_UNKNOWN)
         set_up_state(u, UPS_CONNECTING);
     static const struct mx_uprpc_cbs cbs = {NULL, on_connected, NULL};
-    if (mx_upsess_request(via->s, NULL, 0, &cbs, r, &r->rpc) != 0) {
+    if (via->v.s == NULL || u->m->ops->request(via->v.s, NULL, 0, &cbs, r, &r->rpc) != 0) {
         struct mx_upfail fail;
         mx_upfail_proto(u->cfg, "its session is closed", &fail);
         refresh_failed(r, &fail);
@@ -617,7 +619,7 @@ static void upwaits_one_done(struct upwait *w, struct mx_mcpup *u)
         ws->cb(ws);
 }
 
-void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws))
+static void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct upwaits *ws))
 {
     memset(ws, 0, sizeof(*ws));
     ws->cnt = m->up_cnt;
@@ -626,7 +628,8 @@ void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(struct up
     ws->cb = cb;
 }
 
-void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
+static void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via,
+                            unsigned kinds)
 {
     MX_ASSERT(u->idx < ws->cnt);
     struct upwait_slot *slot = &ws->v[u->idx];
@@ -638,13 +641,13 @@ void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via, 
     mcp_up_refresh(u, via, kinds, &slot->w);
 }
 
-size_t mcp_upwaits_started(struct upwaits *ws)
+static size_t mcp_upwaits_started(struct upwaits *ws)
 {
     ws->starting = false;
     return ws->waiting;
 }
 
-void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m)
+static void mcp_upwaits_clear(struct upwaits *ws, struct mx_mcp *m)
 {
     for (size_t i = 0; i < ws->cnt; i++) {
         if (ws->v[i].active)
@@ -710,8 +713,49 @@ struct mx_uriroute *mcp_uris(struct mx_mcp *m)
     return m->uris;
 }
 
-json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
-                          const struct mx_uriroute_result *r)
+struct mx_mcpup *mcp_uri_target(struct mx_mcp *m, const char *uri, bool as_template,
+                                struct mx_uriroute_result *r)
+{
+    r->cnt = 0;
+    if (as_template)
+        mx_uriroute_find_template(mcp_uris(m), mx_str_cstr(uri), r);
+    if (r->cnt == 0)
+        mx_uriroute_find(mcp_uris(m), mx_str_cstr(uri), r);
+    return r->cnt == 1 ? m->ups[r->cands[0]] : NULL;
+}
+
+/* Not in any list: with one upstream that serves resources at all, it is
+ * the only place a URI can live. */
+struct mx_mcpup *mcp_uri_only(struct mx_mcp *m)
+{
+    struct mx_mcpup *only = NULL;
+    size_t with = 0;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        json_t *caps = json_object_get(m->ups[i]->init, "capabilities");
+        if (!m->ups[i]->up->retired && json_is_object(json_object_get(caps, "resources"))) {
+            only = m->ups[i];
+            with++;
+        }
+    }
+    return with == 1 ? only : NULL;
+}
+
+void mcp_uri_refuse(struct mx_mcp *m, struct mx_call *c, const char *uri,
+                    const struct mx_uriroute_result *r, int not_found)
+{
+    char text[400];
+    if (r->cnt == 0) {
+        snprintf(text, sizeof(text),
+                 "Resource not found: no upstream lists %.200s or a template that matches it", uri);
+        mx_call_error(c, 200, not_found, text, json_pack("{s:s}", "uri", uri));
+        return;
+    }
+    json_t *e = mcp_uri_ambiguous(m, uri, r);
+    mx_call_reply(c, e, true, 200);
+    json_decref(e);
+}
+
+json_t *mcp_uri_ambiguous(struct mx_mcp *m, const char *uri, const struct mx_uriroute_result *r)
 {
     char text[600];
     size_t n =
@@ -727,8 +771,8 @@ json_t *mcp_uri_ambiguous(struct mx_mcp *m, const json_t *id, const char *uri,
     if (n < sizeof(text))
         snprintf(text + n, sizeof(text) - n, "); read it through /mcp/<server>");
     /* MCP 2025-06-18 and 2026-07-28: invalid params, with the URI in data */
-    return mx_rpc_error_new(id, MX_RPC_INVALID_PARAMS, text,
-                            json_pack("{s:s, s:o}", "uri", uri, "candidates", cands));
+    return json_pack("{s:i, s:s, s:{s:s, s:o}}", "code", MX_RPC_INVALID_PARAMS, "message", text,
+                     "data", "uri", uri, "candidates", cands);
 }
 
 /* What a client would see of |kind|: names, sources and list generations. */
@@ -778,15 +822,31 @@ static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
         json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", methods[k]);
         size_t n = 0;
         for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+            struct sessx *sx = s->owner;
             /* MCP 2025-06-18, Tools: list_changed once the client could
              * have listed; before its initialize answer it lists anyway */
-            if (s->answered) {
+            if (s->answered && sx && sx->scope == NULL) {
                 mcp_push(s, note);
                 n++;
             }
         }
         mx_log_debug(SUBSYS, "%s to %zu sessions", methods[k], n);
         json_decref(note);
+    }
+    /* /mcp/<server>: what that upstream's own lists did */
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        struct sessx *sx = s->owner;
+        if (!s->answered || sx == NULL || sx->scope == NULL)
+            continue;
+        for (int k = 0; k < MX_AGG_TEMPLATES; k++) {
+            uint32_t g = mcp_scope_gen(sx->scope, k);
+            if (g == sx->seen[k])
+                continue;
+            sx->seen[k] = g;
+            json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", methods[k]);
+            mcp_push(s, note);
+            json_decref(note);
+        }
     }
     mcp_modern_announce(m, changed);
 }
@@ -799,21 +859,140 @@ void mcp_announce_now(struct mx_mcp *m)
     announce_cb(m->loop, &m->announce, 0);
 }
 
-/* ---- routed requests waiting for lists ---- */
+/* ---- the one wait for lists ---- */
 
-struct park {
+struct mcp_wait {
     struct mx_mcp *m;
-    struct park *next;
-    struct mx_session *owner;
-    struct mx_req *req; /* NULL once the client went away */
+    struct mcp_wait *next;
+    struct mx_call *c; /* held */
     json_t *msg;
+    int what;
+    struct mx_mcpup *scope;
     enum mx_agg_kind kind;
-    char *name;
-    mcp_park_cb retry;
+    char *name; /* NULL: no early end */
+    mcp_wait_cb done;
     void *data;
     ev_timer timer;
     struct upwaits ups;
 };
+
+static void wait_free(struct mcp_wait *w)
+{
+    struct mx_mcp *m = w->m;
+    ev_timer_stop(m->loop, &w->timer);
+    mcp_upwaits_clear(&w->ups, m);
+    for (struct mcp_wait **pp = &m->waits; *pp; pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            break;
+        }
+    }
+    json_decref(w->msg);
+    free(w->name);
+    mx_call_release(w->c);
+    free(w);
+}
+
+/* Forget |w| and hand its call to its |done| with |end|. */
+static void wait_end(struct mcp_wait *w, enum mcp_wait_end end)
+{
+    struct mx_mcp *m = w->m;
+    struct mx_call *c = w->c;
+    json_t *msg = json_incref(w->msg);
+    mcp_wait_cb done = w->done;
+    void *data = w->data;
+    int what = w->what;
+    struct mx_mcpup *scope = w->scope;
+    mx_call_hold(c);
+    mx_call_unwait(c);
+    wait_free(w);
+    done(m, c, msg, what, scope, end, data);
+    mx_call_release(c);
+    json_decref(msg);
+}
+
+static void wait_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mcp_wait *wt = mx_container_of(w, struct mcp_wait, timer);
+    (void)loop;
+    (void)revents;
+    mx_log_debug(SUBSYS, "%.60s: the lists waited for did not all come in time",
+                 wt->name ? wt->name : "a list wait");
+    wait_end(wt, MCP_WAIT_READY);
+}
+
+static bool resolves(struct mx_mcp *m, enum mx_agg_kind kind, const char *name);
+
+static void wait_up_done(struct upwaits *ws)
+{
+    struct mcp_wait *w = mx_container_of(ws, struct mcp_wait, ups);
+    if (ws->waiting == 0 || (w->name && resolves(w->m, w->kind, w->name)))
+        wait_end(w, MCP_WAIT_READY);
+}
+
+/* The client went away: the wait goes, nothing is answered. */
+static void wait_gone(struct mx_call *c, void *data)
+{
+    (void)c;
+    wait_free(data);
+}
+
+struct mcp_wait *mcp_wait_new(struct mx_mcp *m, struct mx_call *c, json_t *msg, int what,
+                              struct mx_mcpup *scope, mcp_wait_cb done, void *data)
+{
+    struct mcp_wait *w = mx_xcalloc(1, sizeof(*w));
+    w->m = m;
+    w->c = c;
+    mx_call_hold(c);
+    w->msg = json_incref(msg);
+    w->what = what;
+    w->scope = scope;
+    w->done = done;
+    w->data = data;
+    ev_init(&w->timer, wait_timer);
+    mcp_upwaits_init(&w->ups, m, wait_up_done);
+    w->next = m->waits;
+    m->waits = w;
+    mx_call_wait(c, wait_gone, w);
+    return w;
+}
+
+void mcp_wait_add(struct mcp_wait *w, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
+{
+    mcp_upwaits_add(&w->ups, u, via, kinds);
+}
+
+void mcp_wait_until(struct mcp_wait *w, enum mx_agg_kind kind, const char *name)
+{
+    w->kind = kind;
+    free(w->name);
+    w->name = mx_xstrdup(name);
+}
+
+void mcp_wait_start(struct mcp_wait *w, double bound_s)
+{
+    if (mcp_upwaits_started(&w->ups) == 0) {
+        wait_end(w, MCP_WAIT_READY);
+        return;
+    }
+    ev_timer_set(&w->timer, bound_s, 0.0);
+    ev_timer_start(w->m->loop, &w->timer);
+}
+
+void mcp_wait_drop(struct mx_mcp *m, const void *owner, bool any, const struct mx_mcpup *scope,
+                   enum mcp_wait_end end)
+{
+    for (;;) {
+        struct mcp_wait *w = m->waits;
+        while (w && !(scope ? w->scope == scope : any || w->c->owner == owner))
+            w = w->next;
+        if (w == NULL)
+            return;
+        wait_end(w, end);
+    }
+}
+
+/* ---- routed requests waiting for lists ---- */
 
 static bool is_named(enum mx_agg_kind kind)
 {
@@ -848,7 +1027,7 @@ static bool resolves(struct mx_mcp *m, enum mx_agg_kind kind, const char *name)
  */
 static bool could_hold(const struct mx_mcpup *u, enum mx_agg_kind kind, const char *name)
 {
-    if (u->init && !offers(u, kind))
+    if (u->init && !mcp_up_offers(u, kind))
         return false; /* it said what it serves (the catalogue too): not this */
     if (!is_named(kind))
         return u->lists[MX_AGG_RESOURCES] == NULL || u->lists[MX_AGG_TEMPLATES] == NULL;
@@ -868,68 +1047,11 @@ static double park_bound_s(const struct mx_mcpup *u)
     return (double)ms / 1000.0;
 }
 
-static void park_free(struct park *p)
-{
-    struct mx_mcp *m = p->m;
-    ev_timer_stop(m->loop, &p->timer);
-    mcp_upwaits_clear(&p->ups, m);
-    for (struct park **pp = &m->parks; *pp; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    }
-    if (p->req)
-        mx_req_set_handler(p->req, NULL, NULL, NULL);
-    json_decref(p->msg);
-    free(p->name);
-    free(p);
-}
-
-/* Forget |p| and hand its request to |cb| (nothing when the client left). */
-static void park_end(struct park *p, mcp_park_cb cb, void *data)
-{
-    struct mx_mcp *m = p->m;
-    struct mx_req *req = p->req;
-    json_t *msg = json_incref(p->msg);
-    p->req = NULL;
-    if (req)
-        mx_req_set_handler(req, NULL, NULL, NULL);
-    park_free(p);
-    if (req)
-        cb(m, req, msg, data);
-    json_decref(msg);
-}
-
-static void park_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct park *p = mx_container_of(w, struct park, timer);
-    (void)loop;
-    (void)revents;
-    mx_log_debug(SUBSYS, "%.60s: the lists it waited for did not come in time", p->name);
-    park_end(p, p->retry, p->data);
-}
-
-static void park_up_done(struct upwaits *ws)
-{
-    struct park *p = mx_container_of(ws, struct park, ups);
-    if (ws->waiting == 0 || resolves(p->m, p->kind, p->name))
-        park_end(p, p->retry, p->data);
-}
-
-static void park_abort(struct mx_req *req, void *data)
-{
-    struct park *p = data;
-    (void)req;
-    p->req = NULL;
-    park_free(p);
-}
-
-bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, json_t *msg,
-              enum mx_agg_kind kind, const char *name, mcp_park_cb retry, void *data)
+bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_call *c, json_t *msg,
+              enum mx_agg_kind kind, const char *name, mcp_wait_cb retry, void *data)
 {
     unsigned kinds = route_kinds(kind);
-    struct park *p = NULL;
+    struct mcp_wait *w = NULL;
     double bound_s = 0;
     if (name == NULL || m->shutting_down)
         return false;
@@ -939,51 +1061,21 @@ bool mcp_park(struct mx_mcp *m, struct mx_session *owner, struct mx_req *req, js
          * missing or being fetched; not one that failed and rests */
         if (!mcp_up_needs(u, kinds, false) || !could_hold(u, kind, name))
             continue;
-        if (p == NULL) {
-            p = mx_xcalloc(1, sizeof(*p));
-            p->m = m;
-            p->owner = owner;
-            p->req = req;
-            p->msg = json_incref(msg);
-            p->kind = kind;
-            p->name = mx_xstrdup(name);
-            p->retry = retry;
-            p->data = data;
-            mcp_upwaits_init(&p->ups, m, park_up_done);
-            p->next = m->parks;
-            m->parks = p;
+        if (w == NULL) {
+            w = mcp_wait_new(m, c, msg, 0, NULL, retry, data);
+            mcp_wait_until(w, kind, name);
         }
         if (park_bound_s(u) > bound_s)
             bound_s = park_bound_s(u);
-        mcp_upwaits_add(&p->ups, u, mcp_up_session(u, owner), kinds);
+        mcp_wait_add(w, u, mcp_up_session(u, owner), kinds);
     }
-    if (p == NULL)
+    if (w == NULL)
         return false;
-    size_t waiting = mcp_upwaits_started(&p->ups);
-    if (waiting == 0) {
-        /* every refresh failed at once: no list is coming */
-        p->req = NULL;
-        park_free(p);
-        return false;
-    }
     mx_log_debug(SUBSYS, "%.60s: no upstream holds it yet; waiting up to %.0f s for %zu list(s)",
-                 name, bound_s, waiting);
-    ev_timer_init(&p->timer, park_timer, bound_s, 0.0);
-    ev_timer_start(m->loop, &p->timer);
-    mx_req_set_handler(req, NULL, park_abort, p);
+                 name, bound_s, w->ups.waiting);
+    /* every refresh failed at once: no list is coming, and |retry| refuses */
+    mcp_wait_start(w, bound_s);
     return true;
-}
-
-void mcp_park_drop(struct mx_mcp *m, const struct mx_session *owner, mcp_park_cb gone, void *data)
-{
-    for (;;) {
-        struct park *p = m->parks;
-        while (p && p->owner != owner)
-            p = p->next;
-        if (p == NULL)
-            return;
-        park_end(p, gone, data);
-    }
 }
 
 /* ---- messages from upstreams ---- */
@@ -998,7 +1090,7 @@ static void resources_updated(struct upctx *ctx, json_t *msg)
         mcp_modern_resource_updated(m, ctx->u->idx, msg);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         struct sessx *sx = s->owner;
-        if (ctx->owner && ctx->owner != s)
+        if (sx == NULL || (ctx->owner && ctx->owner != s))
             continue;
         for (struct sub *b = sx->subs; b; b = b->next) {
             if (b->up == ctx->u->idx && strcmp(b->uri, uri) == 0) {
@@ -1009,12 +1101,14 @@ static void resources_updated(struct upctx *ctx, json_t *msg)
     }
 }
 
-/* MCP 2025-06-18, Logging: levels per RFC 5424, least severe first. */
+/* MCP 2025-06-18, Logging: levels per RFC 5424, least severe first. At
+ * /mcp the logger names the upstream; at /mcp/<server> it is the server's
+ * own. */
 static void log_message(struct upctx *ctx, json_t *msg)
 {
     struct mx_mcp *m = ctx->u->m;
     json_t *params = json_object_get(msg, "params");
-    int level = mcp_log_level(json_string_value(json_object_get(params, "level")));
+    int level = mx_call_log_level(json_string_value(json_object_get(params, "level")));
     json_t *out = json_deep_copy(msg);
     json_t *op = json_object_get(out, "params");
     const char *logger = json_string_value(json_object_get(params, "logger"));
@@ -1024,11 +1118,12 @@ static void log_message(struct upctx *ctx, json_t *msg)
         json_object_set_new(op, "logger", json_string(name));
     free(name);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
-        if (ctx->owner && ctx->owner != s)
+        struct sessx *sx = s->owner;
+        if (sx == NULL || (ctx->owner && ctx->owner != s) || (sx->scope && sx->scope != ctx->u))
             continue;
         if (!s->answered || (s->log_level >= 0 && level >= 0 && level < s->log_level))
             continue;
-        mcp_push(s, out);
+        mcp_push(s, sx->scope ? msg : out);
     }
     json_decref(out);
 }
@@ -1036,7 +1131,9 @@ static void log_message(struct upctx *ctx, json_t *msg)
 void mcp_up_dropped(struct mx_mcpup *u, const char *method, const char *why)
 {
     u->dropped++;
-    mx_metrics_upstream_dropped(u->up->metrics, u->up->metrics_slot);
+    const struct mx_front_hooks *hk = mx_callhub_hooks(u->m->hub);
+    if (hk->dropped)
+        hk->dropped(u->up, hk->data);
     /* a hostile upstream can send these at line rate: powers of two only */
     if ((u->dropped & (u->dropped - 1)) == 0)
         mx_log_debug(SUBSYS, "up:%s %s dropped: it %s (%llu so far)", u->cfg->name, method, why,
@@ -1096,7 +1193,7 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
     } else if (strcmp(method, "notifications/message") == 0) {
         log_message(ctx, msg);
     } else if (strcmp(method, "notifications/progress") == 0) {
-        mcp_progress(ctx, msg);
+        mx_callhub_progress(u->m->hub, u->idx, ctx->v.key, msg);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         cancelled(ctx, key, msg);
     } else {
@@ -1120,12 +1217,12 @@ static void send_level(struct upctx *ctx, int level)
     static const struct mx_uprpc_cbs cbs = {NULL, on_level_done, NULL};
     struct mx_uprpc *rpc;
     json_t *caps = json_object_get(ctx->u->init, "capabilities");
-    if (ctx->s == NULL || !json_is_object(json_object_get(caps, "logging")))
+    if (ctx->v.s == NULL || !json_is_object(json_object_get(caps, "logging")))
         return;
     json_t *msg =
         json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(ctx->u->m),
-                  "method", "logging/setLevel", "params", "level", mcp_log_level_name(level));
-    mx_upsess_request(ctx->s, msg, (long)ctx->u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+                  "method", "logging/setLevel", "params", "level", mx_call_log_level_name(level));
+    ctx->u->m->ops->request(ctx->v.s, msg, (long)ctx->u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
     json_decref(msg);
 }
 
@@ -1137,11 +1234,11 @@ void mcp_up_levels(struct mx_mcp *m, struct mx_session *s)
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         if (u->cfg->session == MX_SESSION_SHARED) {
-            if (u->shared.s && mx_upsess_is_ready(u->shared.s) && min >= 0)
+            if (u->shared.v.s && m->ops->is_ready(u->shared.v.s) && min >= 0)
                 send_level(&u->shared, min);
         } else if (s) {
             struct upctx *pc = mcp_pc(s->owner, i);
-            if (pc && pc->s && mx_upsess_is_ready(pc->s))
+            if (pc && pc->v.s && m->ops->is_ready(pc->v.s))
                 send_level(pc, s->log_level);
         }
     }
@@ -1161,11 +1258,11 @@ static void on_ping_done(struct mx_uprpc *r, json_t *resp, const struct mx_upfai
 /* An open, ready session of |u|: the shared one, else a client's. */
 static struct upctx *ready_ctx(struct mx_mcpup *u)
 {
-    if (u->shared.s && mx_upsess_is_ready(u->shared.s))
+    if (u->shared.v.s && u->m->ops->is_ready(u->shared.v.s))
         return &u->shared;
     for (struct mx_session *s = mx_session_first(u->m->sessions); s; s = s->next) {
         struct upctx *pc = mcp_pc(s->owner, u->idx);
-        if (pc && pc->s && mx_upsess_is_ready(pc->s))
+        if (pc && pc->v.s && u->m->ops->is_ready(pc->v.s))
             return pc;
     }
     return NULL;
@@ -1189,11 +1286,11 @@ static void keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
         /* MCP 2026-07-28 has no ping: server/discover is as cheap and as
          * free of effects */
         const char *v =
-            json_string_value(json_object_get(mx_upsess_init_result(ctx->s), "protocolVersion"));
+            json_string_value(json_object_get(u->m->ops->init_result(ctx->v.s), "protocolVersion"));
         const char *method = v && strcmp(v, MX_UP26_VERSION) >= 0 ? "server/discover" : "ping";
         json_t *msg = json_pack("{s:s, s:o, s:s}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m),
                                 "method", method);
-        mx_upsess_request(ctx->s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+        u->m->ops->request(ctx->v.s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
         json_decref(msg);
         /* stdio upstreams have no HTTP answer to mark activity: count the ping */
         u->up->last_activity = ev_now(loop);
@@ -1205,37 +1302,37 @@ static void keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- setup, and upstreams joining and leaving at reload ---- */
 
-/* Make the aggregate's side of gateway slot |idx|, or remake it for a slot
- * reused after a reload. */
-static struct mx_mcpup *slot_setup(struct mx_mcp *m, size_t idx)
+/* Make the aggregate's side of gateway slot |up|->idx, or remake it for a
+ * slot reused after a reload. */
+static struct mx_mcpup *slot_setup(struct mx_mcp *m, struct mx_upstream *up)
 {
-    struct mx_gateway *gw = m->gw;
+    size_t idx = up->idx;
     if (idx >= m->up_cnt) {
         m->ups = mx_xrealloc(m->ups, (idx + 1) * sizeof(*m->ups));
         memset(m->ups + m->up_cnt, 0, (idx + 1 - m->up_cnt) * sizeof(*m->ups));
         m->up_cnt = idx + 1;
     }
+    if (m->ups[idx] == NULL)
+        m->ups[idx] = mx_xcalloc(1, sizeof(*m->ups[idx]));
     struct mx_mcpup *u = m->ups[idx];
-    uint32_t gen[MX_AGG_KIND_CNT] = {0};
-    if (u == NULL) {
-        u = m->ups[idx] = mx_xcalloc(1, sizeof(*u));
-    } else {
-        memcpy(gen, u->gen, sizeof(gen));
-        mx_upsess_env_clear(&u->env); /* a goodbye of the former upstream still going */
+    uint32_t gen[MX_AGG_KIND_CNT];
+    memcpy(gen, u->gen, sizeof(gen));
+    if (u->m) {
+        m->ops->env_clear(&u->env); /* a goodbye of the former upstream still going */
         ev_timer_stop(m->loop, &u->keepalive);
-        memset(u, 0, sizeof(*u));
     }
+    memset(u, 0, sizeof(*u));
     /* a cursor from the slot's former upstream never matches the new one */
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         u->gen[k] = gen[k] + 1;
     u->m = m;
     u->idx = idx;
-    u->up = gw->upstreams[idx];
-    u->cfg = u->up->cfg;
-    u->env.loop = gw->loop;
-    u->env.uc = gw->uclient;
-    u->env.up = u->up;
-    u->env.trace = gw->trace;
+    u->up = up;
+    u->cfg = up->cfg;
+    u->env.loop = m->loop;
+    u->env.uc = m->uc;
+    u->env.up = up;
+    u->env.trace = m->trace;
     u->shared.u = u;
     u->retry_s = RETRY_MIN_S;
     ev_init(&u->keepalive, keepalive_cb);
@@ -1254,12 +1351,12 @@ static void slot_start(struct mx_mcpup *u)
         mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
 }
 
-void mcp_up_init(struct mx_mcp *m)
+void mcp_up_init(struct mx_mcp *m, struct mx_upstream *const *ups, size_t cnt)
 {
     ev_timer_init(&m->announce, announce_cb, ANNOUNCE_DELAY_S, 0.0);
     m->views_dirty = true;
-    for (size_t i = 0; i < m->gw->upstream_cnt; i++)
-        catalogue_load(slot_setup(m, i));
+    for (size_t i = 0; i < cnt; i++)
+        catalogue_load(slot_setup(m, ups[i]));
     /* what a client sees before any upstream answered: nothing */
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         m->seen_sig[k] = 0xcbf29ce484222325ULL;
@@ -1267,9 +1364,9 @@ void mcp_up_init(struct mx_mcp *m)
         slot_start(m->ups[i]);
 }
 
-void mx_mcp_slot_added(struct mx_mcp *m, size_t idx)
+void mx_mcp_slot_added(struct mx_mcp *m, struct mx_upstream *up)
 {
-    struct mx_mcpup *u = slot_setup(m, idx);
+    struct mx_mcpup *u = slot_setup(m, up);
     catalogue_load(u);
     /* Clients already connected listed without it: load its lists now, so
      * that they hear list_changed when its names arrive. */
@@ -1278,7 +1375,7 @@ void mx_mcp_slot_added(struct mx_mcp *m, size_t idx)
     mcp_changed(m);
 }
 
-void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx)
+void mcp_up_retired(struct mx_mcp *m, size_t idx)
 {
     struct mx_mcpup *u = m->ups[idx];
     /* hidden now (mcp_up_visible); its sessions stay for the calls in flight */
@@ -1290,10 +1387,20 @@ void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx)
 
 void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
 {
+    if (idx >= m->up_cnt)
+        return;
     struct mx_mcpup *u = m->ups[idx];
     ev_timer_stop(m->loop, &u->keepalive);
     if (u->refresh)
         refresh_abort(u);
+    /* what is left of its /mcp/<server> sessions ends with it */
+    for (struct mx_session *s = mx_session_first(m->sessions); s;) {
+        struct mx_session *next = s->next;
+        struct sessx *sx = s->owner;
+        if (sx && sx->scope == u)
+            mx_session_close(s);
+        s = next;
+    }
     ctx_close(u, &u->shared);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
         struct sessx *sx = s->owner;
@@ -1328,28 +1435,26 @@ void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
     m->views_dirty = true;
 }
 
-void mx_mcp_reloaded(struct mx_mcp *m)
+void mx_mcp_reloaded(struct mx_mcp *m, const struct mx_config *cfg)
 {
-    m->cfg = m->gw->cfg;
+    m->cfg = cfg;
     m->views_dirty = true;
     mcp_changed(m);
 }
 
 void mcp_up_clear(struct mx_mcp *m)
 {
-    while (m->parks) /* none by now: mcp_park_drop() answered them */
-        park_free(m->parks);
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         ev_timer_stop(m->loop, &u->keepalive);
         if (u->refresh)
             refresh_abort(u);
-        mx_upsess_close(u->shared.s);
-        u->shared.s = NULL;
+        m->ops->close(u->shared.v.s);
+        u->shared.v.s = NULL;
     }
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
-        mx_upsess_env_clear(&u->env);
+        m->ops->env_clear(&u->env);
         json_decref(u->init);
         for (int k = 0; k < MX_AGG_KIND_CNT; k++)
             json_decref(u->lists[k]);
@@ -1360,6 +1465,264 @@ void mcp_up_clear(struct mx_mcp *m)
         mx_agg_view_free(m->views[k]);
     mx_uriroute_free(m->uris);
     free(m->ups);
+}
+
+/* ---- what clients see of the catalogues ---- */
+
+struct upctx *mcp_ctx_of(struct mx_call_via *via)
+{
+    return mx_container_of(via, struct upctx, v);
+}
+
+int mcp_min_log_level(struct mx_mcp *m)
+{
+    int min = -1;
+    for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
+        if (s->log_level >= 0 && (min < 0 || s->log_level < min))
+            min = s->log_level;
+    }
+    return min;
+}
+
+json_t *mcp_merged_caps(struct mx_mcp *m)
+{
+    bool tools = false, prompts = false, resources = false, subscribe = false;
+    bool completions = false, unknown = false;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = m->ups[i];
+        json_t *caps = json_object_get(u->init, "capabilities");
+        if (u->up->retired)
+            continue;
+        if (u->init == NULL) {
+            unknown = unknown || u->state != UPS_FAILED;
+            continue;
+        }
+        tools = tools || json_is_object(json_object_get(caps, "tools"));
+        prompts = prompts || json_is_object(json_object_get(caps, "prompts"));
+        json_t *res = json_object_get(caps, "resources");
+        resources = resources || json_is_object(res);
+        subscribe = subscribe || json_is_true(json_object_get(res, "subscribe"));
+        completions = completions || json_is_object(json_object_get(caps, "completions"));
+    }
+    /* An upstream that has not answered yet may offer anything: say so, and
+     * its lists arrive with a list_changed. listChanged is always true: the
+     * merged lists change when upstreams come and go (MCP checklist §6). */
+    json_t *out = json_object();
+    if (tools || unknown)
+        json_object_set_new(out, "tools", json_pack("{s:b}", "listChanged", 1));
+    if (prompts || unknown)
+        json_object_set_new(out, "prompts", json_pack("{s:b}", "listChanged", 1));
+    if (resources || unknown)
+        json_object_set_new(out, "resources",
+                            json_pack("{s:b, s:b}", "listChanged", 1, "subscribe", subscribe));
+    if (completions)
+        json_object_set_new(out, "completions", json_object());
+    /* logging/setLevel is answered here for every client */
+    json_object_set_new(out, "logging", json_object());
+    return out;
+}
+
+json_t *mcp_merged_instructions(struct mx_mcp *m)
+{
+    struct mx_buf b;
+    mx_buf_init(&b, 256 * 1024);
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        const char *ins = json_string_value(json_object_get(m->ups[i]->init, "instructions"));
+        if (ins == NULL || *ins == '\0' || m->ups[i]->up->retired)
+            continue;
+        if (mx_buf_len(&b))
+            mx_buf_append_str(&b, "\n\n");
+        mx_buf_printf(&b, "## %s\n", m->ups[i]->cfg->alias);
+        mx_buf_append_str(&b, ins);
+    }
+    json_t *out = mx_buf_len(&b) ? json_stringn(mx_buf_data(&b), mx_buf_len(&b)) : NULL;
+    mx_buf_clear(&b);
+    return out;
+}
+
+/* What one upstream offers, of what mcplex serves for it: listChanged on
+ * each list, since mcplex reports any change it sees (also after the
+ * upstream restarted); resources.subscribe as the upstream says. */
+json_t *mcp_scope_caps(const struct mx_mcpup *u)
+{
+    static const char *const keys[] = {"tools", "prompts", "resources", "completions", "logging"};
+    json_t *caps = json_object_get(u->init, "capabilities");
+    json_t *out = json_object();
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        json_t *v = json_object_get(caps, keys[i]);
+        if (!json_is_object(v))
+            continue;
+        json_t *c = json_deep_copy(v);
+        if (i < 3)
+            json_object_set_new(c, "listChanged", json_true());
+        json_object_set_new(out, keys[i], c);
+    }
+    return out;
+}
+
+bool mcp_scope_unready(const struct mx_mcpup *u, int kind, struct mx_upfail *f)
+{
+    if (mcp_up_visible(u) && u->init && (kind < 0 || u->lists[kind]))
+        return false;
+    if (u->state == UPS_FAILED)
+        *f = u->fail;
+    else
+        mx_upfail_transport(u->cfg, MX_ETIMEDOUT, NULL, f);
+    return true;
+}
+
+/* How long /mcp/<server> waits for its upstream's catalogue: as long as a
+ * request to it may take, a wake included (the refresh ends sooner, and
+ * says why when it fails). */
+double mcp_scope_wait_s(const struct mx_mcpup *u)
+{
+    int64_t rt = u->cfg->request_timeout_ms > 0 ? u->cfg->request_timeout_ms : 300000;
+    return (double)(rt + u->cfg->wake_timeout_ms) / 1000.0 + 1.0;
+}
+
+uint32_t mcp_scope_gen(const struct mx_mcpup *u, int k)
+{
+    /* generations only grow, so a changed sum is a changed list; resources
+     * change with their templates */
+    return k == MX_AGG_RESOURCES ? u->gen[k] + u->gen[MX_AGG_TEMPLATES] : u->gen[k];
+}
+
+static bool cursor_source(struct mx_mcp *m, size_t i, enum mx_agg_kind kind)
+{
+    return i < MX_CURSOR_MAX_SOURCES && mcp_up_visible(m->ups[i]) && m->ups[i]->lists[kind] != NULL;
+}
+
+/*
+ * One page of one upstream's own list, in its order and with its names. The
+ * cursor is one of /mcp's with a single source and the kind marked, so that
+ * neither endpoint takes the other's.
+ */
+static json_t *scope_page(struct mx_mcp *m, const struct mx_mcpup *u, enum mx_agg_kind kind,
+                          const json_t *params, const char **why)
+{
+    json_t *all = u->lists[kind];
+    json_t *cur = json_object_get(params, "cursor");
+    uint8_t ckind = (uint8_t)(kind | CURSOR_SCOPED);
+    struct mx_cursor c;
+    size_t pos = 0;
+    if (cur) {
+        const char *t = json_string_value(cur);
+        if (t == NULL ||
+            mx_cursor_decode(mx_str_make(t, json_string_length(cur)), m->cursor_key, &c) != 0 ||
+            c.kind != ckind || c.cnt != 1 || c.v[0].src != u->idx) {
+            *why = "Invalid cursor";
+            return NULL;
+        }
+        if (c.v[0].gen != u->gen[kind]) {
+            *why = "Invalid cursor: the list changed since; list again from the start";
+            return NULL;
+        }
+        pos = c.v[0].pos;
+    }
+    size_t n = json_array_size(all);
+    /* a slot past what a cursor can name gets the list on one page */
+    size_t page = u->idx < MX_CURSOR_MAX_SOURCES ? (size_t)m->cfg->proxy.page_size : n;
+    json_t *items = json_array();
+    for (size_t i = pos; i < n && i - pos < page; i++)
+        json_array_append(items, json_array_get(all, i));
+    json_t *result = json_pack("{s:o}", mx_agg_list_key(kind), items);
+    if (pos + page < n) {
+        char text[MX_CURSOR_TEXT_MAX];
+        memset(&c, 0, sizeof(c));
+        c.kind = ckind;
+        c.cnt = 1;
+        c.v[0].src = (uint8_t)u->idx;
+        c.v[0].gen = u->gen[kind];
+        c.v[0].pos = (uint32_t)(pos + page);
+        if (mx_cursor_encode(&c, m->cursor_key, text, sizeof(text)) > 0)
+            json_object_set_new(result, "nextCursor", json_string(text));
+    }
+    return result;
+}
+
+json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                      const struct mx_mcpup *scope, const char **why)
+{
+    if (scope)
+        return scope_page(m, scope, kind, params, why);
+    json_t *cur = json_object_get(params, "cursor");
+    struct mx_agg_view *v = mcp_view(m, kind);
+    uint32_t *pos = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*pos));
+    uint32_t *next = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*next));
+    struct mx_cursor c;
+    const char *bad = NULL;
+
+    if (cur && !json_is_string(cur)) {
+        bad = "Invalid cursor";
+    } else if (cur) {
+        const char *t = json_string_value(cur);
+        if (mx_cursor_decode(mx_str_make(t, json_string_length(cur)), m->cursor_key, &c) != 0 ||
+            c.kind != kind) {
+            bad = "Invalid cursor";
+        } else {
+            /* every upstream listed then must be listed now, with the same
+             * list, and no other: else the positions mean nothing */
+            size_t k = 0;
+            for (size_t i = 0; i < m->up_cnt && !bad; i++) {
+                if (!cursor_source(m, i, kind))
+                    continue;
+                if (k >= c.cnt || c.v[k].src != i || c.v[k].gen != m->ups[i]->gen[kind])
+                    bad = "Invalid cursor: the list changed since; list again from the start";
+                else
+                    pos[i] = c.v[k++].pos;
+            }
+            if (!bad && k != c.cnt)
+                bad = "Invalid cursor: the list changed since; list again from the start";
+        }
+    }
+    if (bad) {
+        *why = bad;
+        free(pos);
+        free(next);
+        return NULL;
+    }
+    json_t *items = json_array();
+    bool more = mx_agg_page(v, pos, (size_t)m->cfg->proxy.page_size, items, next);
+    json_t *result = json_pack("{s:o}", mx_agg_list_key(kind), items);
+    if (more) {
+        char text[MX_CURSOR_TEXT_MAX];
+        memset(&c, 0, sizeof(c));
+        c.kind = (uint8_t)kind;
+        for (size_t i = 0; i < m->up_cnt; i++) {
+            if (!cursor_source(m, i, kind))
+                continue;
+            c.v[c.cnt].src = (uint8_t)i;
+            c.v[c.cnt].gen = m->ups[i]->gen[kind];
+            c.v[c.cnt].pos = next[i];
+            c.cnt++;
+        }
+        if (mx_cursor_encode(&c, m->cursor_key, text, sizeof(text)) > 0)
+            json_object_set_new(result, "nextCursor", json_string(text));
+    }
+    free(pos);
+    free(next);
+    return result;
+}
+
+static void on_sub_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                        void *data)
+{
+    (void)rpc;
+    (void)resp;
+    (void)fail;
+    (void)data;
+}
+
+/* MCP 2025-06-18, Resources: the 2025 way to hear notifications/resources/updated. */
+void mcp_up_subscribe(struct mx_mcpup *u, const char *method, const char *uri)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, on_sub_done, NULL};
+    struct mx_uprpc *rpc;
+    struct upctx *ctx = mcp_up_session(u, NULL);
+    json_t *msg = json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id",
+                            mcp_internal_id(u->m), "method", method, "params", "uri", uri);
+    u->m->ops->request(ctx->v.s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+    json_decref(msg);
 }
 
 /* ---- health ---- */

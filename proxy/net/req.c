@@ -41,6 +41,10 @@ void mx_req_free(struct mx_req *req)
     mx_buf_clear(&req->body);
     free(req->headers);
     free(req->header_offs);
+    for (size_t i = 0; i < req->extra_cnt; i++) {
+        free(req->extra_name[i]);
+        free(req->extra_value[i]);
+    }
     free(req);
     live_cnt--;
 }
@@ -173,13 +177,31 @@ void *mx_req_handler_data(const struct mx_req *req)
     return req->data;
 }
 
+int mx_req_add_response_header(struct mx_req *req, const char *name, const char *value)
+{
+    if (req->extra_cnt >= MX_REQ_EXTRA_MAX)
+        return MX_ELIMIT;
+    req->extra_name[req->extra_cnt] = mx_xstrdup(name);
+    req->extra_value[req->extra_cnt] = mx_xstrdup(value);
+    req->extra_cnt++;
+    return 0;
+}
+
 int mx_req_start(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
                  long long body_len)
 {
     if (req->started || req->ended)
         return MX_EINVAL;
     req->started = true;
-    return req->proto->start(req, status, hdrs, cnt, body_len);
+    if (req->extra_cnt == 0)
+        return req->proto->start(req, status, hdrs, cnt, body_len);
+    struct mx_hdr_out all[40];
+    size_t n = 0;
+    for (size_t i = 0; i < cnt && n < sizeof(all) / sizeof(all[0]) - MX_REQ_EXTRA_MAX; i++)
+        all[n++] = hdrs[i];
+    for (size_t i = 0; i < req->extra_cnt; i++)
+        all[n++] = (struct mx_hdr_out){req->extra_name[i], req->extra_value[i]};
+    return req->proto->start(req, status, all, n, body_len);
 }
 
 int mx_req_write(struct mx_req *req, const void *p, size_t len)

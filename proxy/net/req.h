@@ -85,6 +85,14 @@ int mx_req_write(struct mx_req *req, const void *p, size_t len);
 /* Finish the response. After this the handler must forget |req|. */
 void mx_req_end(struct mx_req *req);
 
+/*
+ * Whatever answers |req| also sends header |name|: |value| (both copied),
+ * e.g. the CORS headers of an allowed Origin, which the router knows and
+ * the handlers do not. At most MX_REQ_EXTRA_MAX; returns 0 or MX_ELIMIT.
+ */
+#define MX_REQ_EXTRA_MAX 4
+int mx_req_add_response_header(struct mx_req *req, const char *name, const char *value);
+
 /* Convenience: start + write + end with a known length. */
 int mx_req_respond(struct mx_req *req, int status, const struct mx_hdr_out *hdrs, size_t cnt,
                    const char *content_type, const void *body, size_t len);

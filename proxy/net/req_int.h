@@ -41,6 +41,10 @@ struct mx_req {
     void *data;
     bool started;
     bool ended;
+    /* headers every response of the request carries (mx_req_add_response_header) */
+    char *extra_name[MX_REQ_EXTRA_MAX];
+    char *extra_value[MX_REQ_EXTRA_MAX];
+    size_t extra_cnt;
 };
 
 /* A new request for |proto| on |conn|; caps for the head and the body. */

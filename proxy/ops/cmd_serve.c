@@ -47,10 +47,10 @@ static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct serve *s = mx_container_of(w, struct serve, drain);
     (void)revents;
-    if (s->gw->inflight == 0 || ev_now(loop) - s->drain_started > DRAIN_LIMIT_S) {
-        if (s->gw->inflight)
+    if (mx_gateway_inflight(s->gw) == 0 || ev_now(loop) - s->drain_started > DRAIN_LIMIT_S) {
+        if (mx_gateway_inflight(s->gw))
             mx_log_warn("serve", "%zu requests still in flight after %.0f s; exiting",
-                        s->gw->inflight, DRAIN_LIMIT_S);
+                        mx_gateway_inflight(s->gw), DRAIN_LIMIT_S);
         ev_break(loop, EVBREAK_ALL);
     }
 }
@@ -65,7 +65,8 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
         return;
     }
     s->draining = true;
-    mx_log_info("serve", "signal %d: draining %zu in-flight requests", w->signum, s->gw->inflight);
+    mx_log_info("serve", "signal %d: draining %zu in-flight requests", w->signum,
+                mx_gateway_inflight(s->gw));
     mx_httpd_stop_accepting(s->gw->httpd);
     s->drain_started = ev_now(loop);
     ev_timer_init(&s->drain, drain_cb, 0.0, 0.05);

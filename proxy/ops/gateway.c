@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Gateway assembly and request routing. */
+/*
+ * Gateway assembly and request routing, and the hooks the MCP endpoints
+ * report through: every call's per-method metrics and access line, the
+ * trace, dropped upstream notifications.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +16,6 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "rpc.h"
-#include "stdio_serve.h"
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 {
@@ -84,9 +87,20 @@ static void on_request(struct mx_req *req, void *data)
 
     if (!guard_pass(gw, req))
         return;
-    if (mx_str_eq(method, MX_STR_LIT("OPTIONS")) && mx_req_header(req, "Origin")) {
+    const struct mx_str *origin = mx_req_header(req, "Origin");
+    if (mx_str_eq(method, MX_STR_LIT("OPTIONS")) && origin) {
         preflight(req);
         return;
+    }
+    if (origin) {
+        /* The guard let this Origin in, so the browser may read the answer,
+         * whichever handler gives it. */
+        char o[256];
+        snprintf(o, sizeof(o), "%.*s", (int)(origin->len < 255 ? origin->len : 255), origin->p);
+        mx_req_add_response_header(req, "Access-Control-Allow-Origin", o);
+        mx_req_add_response_header(req, "Access-Control-Expose-Headers",
+                                   "Mcp-Session-Id, MCP-Protocol-Version");
+        mx_req_add_response_header(req, "Vary", "Origin");
     }
     const struct mx_str mcp_prefix = MX_STR_LIT("/mcp/");
 
@@ -113,7 +127,7 @@ static void on_request(struct mx_req *req, void *data)
             mx_gateway_error(req, 404, "no such server under /mcp/<server>");
             return;
         }
-        mx_forward_serve(gw, up, req);
+        mx_mcp_serve_one(gw->mcp, up, req);
         return;
     }
     if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
@@ -131,6 +145,64 @@ static void log_redact(char *msg, size_t len, void *data)
         if (g->cfg)
             mx_config_redact(g->cfg, msg, len);
     }
+}
+
+size_t mx_gateway_inflight(const struct mx_gateway *gw)
+{
+    return mx_mcp_inflight(gw->mcp);
+}
+
+/*
+ * One client request at an MCP endpoint ended: count it against its
+ * upstream and write its access line. Gateway-added time is what lies
+ * outside the upstream side (the call, or the wait for upstreams' lists):
+ * the complete request reaching the endpoint until the upstream side began,
+ * and its end until now, the answer sent; all of it for an answer mcplex
+ * gave by itself. Reading the request off the socket is the client's time;
+ * waiting for a wake or a concurrency slot is the upstream's.
+ */
+static void on_call_done(const struct mx_call_report *r, void *data)
+{
+    double now = mx_metrics_now(), up_s = -1.0, added_s = -1.0;
+    (void)data;
+    if (r->t_up_start > 0.0 && r->t_up_done > 0.0) {
+        up_s = r->t_up_done - r->t_up_start;
+        added_s = (r->t_up_start - r->t_recv) + (now - r->t_up_done);
+    } else if (r->t_up_start == 0.0 && !r->cancelled) {
+        added_s = now - r->t_recv;
+    }
+    enum mx_metrics_outcome o = r->cancelled       ? MX_METRICS_CANCELLED
+                                : r->fail          ? mx_metrics_outcome_of_fail(r->fail)
+                                : r->status >= 400 ? MX_METRICS_ERROR
+                                                   : MX_METRICS_OK;
+    const char *label = mx_metrics_method_label(r->rpc_method);
+    if (r->up)
+        mx_metrics_upstream_call(r->up->metrics, r->up->metrics_slot, label, o, up_s, added_s);
+    if (!mx_log_access_enabled())
+        return;
+    struct mx_log_access a = {r->http_method,
+                              r->path,
+                              label,
+                              r->up ? r->up->cfg->name : NULL,
+                              r->status,
+                              mx_metrics_outcome_name(o),
+                              (now - r->t_recv) * 1000.0,
+                              up_s >= 0.0 ? up_s * 1000.0 : -1.0,
+                              r->req_id};
+    mx_log_access(&a);
+}
+
+static void on_trace(const char *dir, const char *server, const char *session, struct mx_str msg,
+                     void *data)
+{
+    struct mx_gateway *gw = data;
+    mx_trace_msg(gw->trace, dir, server, session, msg);
+}
+
+static void on_dropped(struct mx_upstream *up, void *data)
+{
+    (void)data;
+    mx_metrics_upstream_dropped(up->metrics, up->metrics_slot);
 }
 
 static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cfg, bool bind,
@@ -176,7 +248,15 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
         mx_diag_set(diag, NULL, 0, 0, "cannot initialise the upstream HTTP client");
         goto fail;
     }
-    gw->mcp = mx_mcp_new(gw);
+    struct mx_front_env env = {loop,
+                               cfg,
+                               gw->upstreams,
+                               gw->upstream_cnt,
+                               gw->uclient,
+                               gw->trace,
+                               {on_call_done, on_trace, on_dropped, gw},
+                               NULL};
+    gw->mcp = mx_mcp_new(&env);
     mx_httpd_opts_default(&hopts);
     hopts.max_body = (size_t)cfg->listen.max_body;
     hopts.max_header = (size_t)cfg->listen.max_header;
@@ -215,7 +295,6 @@ void mx_gateway_free(struct mx_gateway *gw)
     mx_httpd_free(gw->httpd);
     /* after the connections (their requests end first), before the uclient */
     mx_mcp_free(gw->mcp);
-    mx_stdio_serve_free(gw->stdio_serve);
     ev_timer_stop(gw->loop, &gw->retire_timer);
     for (size_t i = 0; i < gw->upstream_cnt; i++) {
         mx_upstream_clear(gw->upstreams[i]);

@@ -2,8 +2,11 @@
 /*
  * The running gateway: one config generation, its upstreams, the HTTP
  * server, the upstream client and the trace, all on one libev loop. Routes
- * each request: GET /health, /mcp (every upstream merged, mcp.h),
- * /mcp/<server> (one upstream, credential injected, nothing merged).
+ * each request: GET /health, GET /metrics, /mcp (every upstream merged)
+ * and /mcp/<server> (one upstream alone), both served by the endpoints of
+ * mcp.h, which get what they need of the gateway at creation (struct
+ * mx_front_env: the config, the upstream slots, and the hooks through
+ * which the gateway records each call's metrics and access line).
  */
 #ifndef MX_GATEWAY_H
 #define MX_GATEWAY_H
@@ -19,8 +22,6 @@
 #include "upstream.h"
 
 struct mx_mcp;
-struct mx_stdio_serve;
-struct fwd;
 
 /*
  * A config generation: the config read at start or at one reload. The
@@ -53,16 +54,13 @@ struct mx_gateway {
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
-    struct mx_mcp *mcp;                 /* the merged /mcp endpoint */
-    struct mx_metrics *metrics;         /* GET /metrics (metrics.h) */
-    struct mx_stdio_serve *stdio_serve; /* /mcp/<server> of stdio upstreams (stdio_serve.h) */
-    struct fwd *forwards;               /* requests in flight at /mcp/<server> (forward.c) */
+    struct mx_mcp *mcp;         /* the MCP endpoints, /mcp and /mcp/<server> (mcp.h) */
+    struct mx_metrics *metrics; /* GET /metrics (metrics.h) */
     struct mx_guard_cfg guard;
     char *listen_host;
     uint64_t refused; /* requests refused by the guard */
     int port;
     time_t started;
-    size_t inflight; /* forwarded requests not finished */
 };
 
 /*
@@ -100,11 +98,11 @@ void mx_gateway_reload_refused(struct mx_gateway *gw, const char *why);
 struct mx_upstream *mx_gateway_slot_add(struct mx_gateway *gw, const struct mx_server_cfg *cfg,
                                         struct mx_cfg_gen *gen);
 
-/* Request handlers (route.c dispatches to these). */
+/* Request handlers (gateway.c dispatches to these; health.c). */
 void mx_health_serve(struct mx_gateway *gw, struct mx_req *req);
-void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_req *req);
-/* |up| was retired: end its GET streams at /mcp/<server> (forward.c). */
-void mx_forward_retire(struct mx_gateway *gw, struct mx_upstream *up);
+void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req);
+/* Calls in flight to upstreams with a client waiting (what a drain waits for). */
+size_t mx_gateway_inflight(const struct mx_gateway *gw);
 
 /* Answer |req| with |status| and a JSON body {"error": |msg|}. */
 void mx_gateway_error(struct mx_req *req, int status, const char *msg);

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* GET /health: states and counts, never a secret (not even a reference). */
+/*
+ * The read-only endpoints: GET /health (states and counts, never a secret,
+ * not even a reference) and GET /metrics (what metrics.c counted, with the
+ * gauges read from the gateway when it is asked for).
+ */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -7,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "gateway.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -54,11 +59,11 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
         json_object_set_new(uo, "idle_closed_at", pi.idle_closed ? json_string(t) : json_null());
         json_array_append_new(ups, uo);
     }
-    json_t *o =
-        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "status", "ok", "version", MX_VERSION,
-                  "uptime_s", (json_int_t)(time(NULL) - gw->started), "connections",
-                  (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight", (json_int_t)gw->inflight,
-                  "refused", (json_int_t)gw->refused, "upstreams", ups);
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "status", "ok", "version",
+                          MX_VERSION, "uptime_s", (json_int_t)(time(NULL) - gw->started),
+                          "connections", (json_int_t)mx_httpd_conn_cnt(gw->httpd), "inflight",
+                          (json_int_t)mx_gateway_inflight(gw), "refused", (json_int_t)gw->refused,
+                          "upstreams", ups);
     /* pid: `mcplex reload` signals it; reload: what the last one did */
     json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
     char at[32] = "";
@@ -86,4 +91,37 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
     struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
     mx_req_respond(req, 200, h, 1, "application/json", body, strlen(body));
     free(body);
+}
+
+#define METRICS_BODY_CAP (8 * 1024 * 1024)
+
+void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req)
+{
+    struct mx_metrics_gauges g = {0};
+    struct mx_buf b;
+
+    g.start_time_s = (double)gw->started;
+    g.connections = mx_httpd_conn_cnt(gw->httpd);
+    g.inflight = mx_gateway_inflight(gw);
+    g.refused = gw->refused;
+    g.refused_connections = mx_httpd_refused_cnt(gw->httpd);
+    g.refused_per_client = mx_httpd_refused_per_client_cnt(gw->httpd);
+    g.refused_sessions = mx_mcp_sessions_refused(gw->mcp);
+    g.sessions = -1;
+    g.ups = gw->upstreams;
+    g.up_cnt = gw->upstream_cnt;
+    g.reloads_ok = gw->reload.ok;
+    g.reloads_failed = gw->reload.failed;
+    g.sessions = (long long)mx_mcp_session_cnt(gw->mcp);
+
+    mx_buf_init(&b, METRICS_BODY_CAP);
+    if (mx_metrics_render(gw->metrics, &g, &b) != 0) {
+        mx_buf_clear(&b);
+        mx_gateway_error(req, 500, "metrics exceed their size cap");
+        return;
+    }
+    struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
+    mx_req_respond(req, 200, h, 1, "text/plain; version=0.0.4; charset=utf-8", mx_buf_data(&b),
+                   mx_buf_len(&b));
+    mx_buf_clear(&b);
 }

@@ -17,8 +17,6 @@
 
 #include "alloc.h"
 #include "err.h"
-#include "gateway.h"
-#include "mcp.h"
 #include "metrics.h"
 
 /* Latency buckets, seconds. Loopback answers take about a millisecond, a
@@ -146,6 +144,25 @@ static size_t method_index(const char *name)
             return i;
     }
     return METHOD_OTHER;
+}
+
+enum mx_metrics_outcome mx_metrics_outcome_of_fail(const struct mx_upfail *f)
+{
+    static const struct {
+        const char *reason;
+        enum mx_metrics_outcome o;
+    } map[] = {
+        {"auth-failed", MX_METRICS_AUTH_FAILED},
+        {"unreachable", MX_METRICS_UNREACHABLE},
+        {"timed-out", MX_METRICS_TIMEOUT},
+        {"not-awake", MX_METRICS_WAKE_TIMEOUT},
+        {"outcome-unknown", MX_METRICS_OUTCOME_UNKNOWN},
+    };
+    for (size_t i = 0; f->reason && i < COUNT_OF(map); i++) {
+        if (strcmp(f->reason, map[i].reason) == 0)
+            return map[i].o;
+    }
+    return MX_METRICS_ERROR;
 }
 
 const char *mx_metrics_method_label(const char *name)
@@ -558,45 +575,4 @@ int mx_metrics_render(const struct mx_metrics *m, const struct mx_metrics_gauges
         render_upstream(out, m))
         return MX_ELIMIT;
     return 0;
-}
-
-/* ---- GET /metrics ---- */
-
-#define METRICS_BODY_CAP (8 * 1024 * 1024)
-
-void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req)
-{
-    struct mx_metrics_gauges g = {0};
-    struct mx_buf b;
-
-    g.start_time_s = (double)gw->started;
-    g.connections = mx_httpd_conn_cnt(gw->httpd);
-    g.inflight = gw->inflight;
-    g.refused = gw->refused;
-    g.refused_connections = mx_httpd_refused_cnt(gw->httpd);
-    g.refused_per_client = mx_httpd_refused_per_client_cnt(gw->httpd);
-    g.refused_sessions = mx_mcp_sessions_refused(gw->mcp);
-    g.sessions = -1;
-    g.ups = gw->upstreams;
-    g.up_cnt = gw->upstream_cnt;
-    g.reloads_ok = gw->reload.ok;
-    g.reloads_failed = gw->reload.failed;
-    /* The aggregate exposes its session count only through its health
-     * object; a scrape every few seconds can afford building it. */
-    json_t *mh = mx_mcp_health(gw->mcp);
-    json_t *sessions = json_object_get(mh, "sessions");
-    if (json_is_integer(sessions))
-        g.sessions = json_integer_value(sessions);
-    json_decref(mh);
-
-    mx_buf_init(&b, METRICS_BODY_CAP);
-    if (mx_metrics_render(gw->metrics, &g, &b) != 0) {
-        mx_buf_clear(&b);
-        mx_gateway_error(req, 500, "metrics exceed their size cap");
-        return;
-    }
-    struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
-    mx_req_respond(req, 200, h, 1, "text/plain; version=0.0.4; charset=utf-8", mx_buf_data(&b),
-                   mx_buf_len(&b));
-    mx_buf_clear(&b);
 }

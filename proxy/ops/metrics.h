@@ -19,11 +19,10 @@
 
 #include "buf.h"
 #include "uclient.h"
+#include "upreq.h"
 #include "upstream.h"
 
-struct mx_gateway;
 struct mx_metrics;
-struct mx_req;
 
 /* How one call to an upstream ended, from the client's side. */
 enum mx_metrics_outcome {
@@ -54,6 +53,14 @@ const char *mx_metrics_outcome_name(enum mx_metrics_outcome o);
  * metrics say what the client was told.
  */
 enum mx_metrics_outcome mx_metrics_outcome_of(int err, const struct mx_ureq_info *info);
+
+/*
+ * The outcome of a call whose upstream side failed with |f| (upreq.h): the
+ * same words as mx_metrics_outcome_of() for the same cases (a wake that
+ * never came is a wake timeout; an HTTP error or a broken protocol an
+ * error).
+ */
+enum mx_metrics_outcome mx_metrics_outcome_of_fail(const struct mx_upfail *f);
 
 /*
  * The method label for |name|: a JSON-RPC method of MCP (2025-03-26 to
@@ -143,8 +150,5 @@ struct mx_metrics_gauges {
  */
 int mx_metrics_render(const struct mx_metrics *m, const struct mx_metrics_gauges *g,
                       struct mx_buf *out);
-
-/* GET /metrics for |gw| (route in gateway.c). */
-void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req);
 
 #endif

@@ -14,12 +14,14 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cursor.h"
 #include "err.h"
 #include "gateway.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
-#include "stdio_serve.h"
+
+_Static_assert(MX_GATEWAY_MAX_SLOTS <= MX_CURSOR_MAX_SOURCES, "a list cursor names every slot");
 
 #define SUBSYS          "reload"
 #define RETIRE_CHECK_S  0.25 /* how often retired slots are looked at */
@@ -79,7 +81,6 @@ static void slot_finish(struct mx_gateway *gw, struct mx_upstream *u)
 {
     mx_log_info(SUBSYS, "up:%s retired: its sessions are closed", u->cfg->name);
     mx_mcp_slot_gone(gw->mcp, u->idx);
-    mx_stdio_serve_slot_gone(gw->stdio_serve, u->idx);
     mx_upstream_clear(u);
     struct mx_cfg_gen *g = u->gen;
     /* the server's secrets go now, even if its generation lives on for
@@ -124,7 +125,6 @@ static void slot_retire(struct mx_gateway *gw, struct mx_upstream *u, const char
                 u->refs);
     u->retired = true;
     u->retired_at = ev_now(gw->loop);
-    mx_forward_retire(gw, u);
     mx_mcp_slot_retired(gw->mcp, u->idx);
     if (!ev_is_active(&gw->retire_timer)) {
         ev_timer_init(&gw->retire_timer, retire_cb, 0.0, RETIRE_CHECK_S);
@@ -235,7 +235,7 @@ int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, s
             continue;
         struct mx_upstream *u = mx_gateway_slot_add(gw, &cfg->servers[i], gen);
         MX_ASSERT(u != NULL); /* slots_short() made room */
-        mx_mcp_slot_added(gw->mcp, u->idx);
+        mx_mcp_slot_added(gw->mcp, u);
         mx_log_info(SUBSYS, "up:%s joined", cfg->servers[i].name);
         added++;
     }
@@ -246,7 +246,7 @@ int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, s
         mx_secret_free(old->listen.client_token);
         old->listen.client_token = NULL;
     }
-    mx_mcp_reloaded(gw->mcp);
+    mx_mcp_reloaded(gw->mcp, cfg);
     /* the generation before this one loses its "current" hold */
     for (struct mx_cfg_gen *g = gw->gens; g; g = g->next) {
         if (g->cfg == old) {

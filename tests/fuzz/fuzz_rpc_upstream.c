@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* from the shared session, then from this client's own session */
     mcp_up_unsolicited(&u->shared, 1, msg);
     world_spin();
-    struct upctx mine = {u, s, NULL, 0};
+    struct upctx mine = {{NULL, 0}, u, s};
     mcp_up_unsolicited(&mine, 2, msg);
     world_spin();
     json_decref(msg);

@@ -28,8 +28,8 @@
 #include "buf.h"
 #include "gateway.h"
 #include "log.h"
+#include "front_int.h"
 #include "mcp.h"
-#include "mcp_int.h"
 #include "metrics.h"
 #include "req_int.h"
 #include "rpc.h"
@@ -194,7 +194,9 @@ static void world_init(void)
         MX_ASSERT(mx_gateway_slot_add(gw, &w->cfg->servers[i], &w->gen) != NULL);
     gw->upstreams[0]->retired = true;
     gw->uclient = mx_uclient_new(w->loop);
-    w->m = mx_mcp_new(gw);
+    struct mx_front_env env = {w->loop,     w->cfg, gw->upstreams, gw->upstream_cnt,
+                               gw->uclient, NULL,   {0},           NULL};
+    w->m = mx_mcp_new(&env);
     gw->mcp = w->m;
     struct world_resp r;
     MX_ASSERT(world_post(NULL, init, sizeof(init) - 1, &r) == 200);

@@ -460,6 +460,8 @@ static void test_stdio_beside_http(void **state)
  * A command that takes 3 s to start and then loses the first line it was
  * sent (an installer re-exec'ing): initialize goes again, and the client's
  * first request, through /mcp and through /mcp/<server>, is answered.
+ * /mcp/<server> is the same engine as /mcp, over the same process: a second
+ * mcplex, whose first request comes at /mcp/<server>, starts its own.
  */
 static void test_stdio_slow_start(void **state)
 {
@@ -496,25 +498,65 @@ static void test_stdio_slow_start(void **state)
     assert_true(json_number_value(json_object_get(json_object_get(out, "timings"), "connect_ms")) >=
                 2500.0);
     json_decref(out);
-    /* /mcp/<server> starts its own process: again slow, again answered */
+    /* /mcp/<server> of the same mcplex: the process /mcp started answers */
     char *one = mx_xasprintf("http://127.0.0.1:%d/mcp/slow", port);
     out = client_at(one, "call", "{\"name\":\"echo\",\"arguments\":{\"message\":\"one\"}}");
     assert_string_equal(result_text(out), "Echo: one");
     json_decref(out);
-
     pid_t pids[4];
+    assert_int_equal(read_pids(pids_path, pids, 4), 1);
+
+    /* a second mcplex, its first request at /mcp/<server>: its own
+     * process, again slow, again answered */
+    int port2 = mx_it_free_port();
+    char *cfg2 =
+        mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                     "[servers.slow]\n"
+                     "command = [\"/bin/sh\", \"%s\", \"--pid-file\", \"%s\", \"--sleep\", \"3\", "
+                     "\"--swallow\", \"--\", \"node\", \"%s\", \"stdio\"]\n"
+                     "env = [\"PATH\"]\n",
+                     port2, sh, pids_path, js);
+    char *cfg2_path = mx_it_path("mcplex-2.toml");
+    assert_int_equal(mx_it_write_file(cfg2_path, cfg2, strlen(cfg2)), 0);
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *log2_path = mx_it_path("mcplex-2.log");
+    const char *argv2[] = {bin, "serve", "-c", cfg2_path, NULL};
+    pid_t mcplex2 = mx_it_spawn("mcplex-2", argv2, NULL, log2_path);
+    assert_true(mcplex2 > 0);
+    char *health2 = mx_xasprintf("http://127.0.0.1:%d/health", port2);
+    assert_int_equal(mx_it_wait_http_status(health2, 200, MX_IT_START_TIMEOUT_MS), 0);
+    char *one2 = mx_xasprintf("http://127.0.0.1:%d/mcp/slow", port2);
+    out = client_at(one2, "call", "{\"name\":\"echo\",\"arguments\":{\"message\":\"two\"}}");
+    assert_string_equal(result_text(out), "Echo: two");
+    assert_true(json_number_value(json_object_get(json_object_get(out, "timings"), "connect_ms")) >=
+                2500.0);
+    json_decref(out);
+
     assert_int_equal(wait_pids(pids_path, 1, pids, 4, 1000), 2);
     assert_int_equal(mx_it_signal(mcplex, SIGTERM), 0);
+    assert_int_equal(mx_it_signal(mcplex2, SIGTERM), 0);
     int st = mx_it_wait_exit(mcplex, 15000);
+    assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    st = mx_it_wait_exit(mcplex2, 15000);
     assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     assert_true(wait_gone(pids[0], 3000));
     assert_true(wait_gone(pids[1], 3000));
-    char *log_path = mx_it_path("mcplex.log");
-    char *log = mx_it_read_file(log_path, NULL);
-    assert_non_null(log);
-    assert_non_null(strstr(log, "up:slow has not answered initialize after 3 s; sending it again"));
-    free(log);
-    free(log_path);
+    const char *logs[] = {"mcplex.log", "mcplex-2.log"};
+    for (size_t i = 0; i < 2; i++) {
+        char *log_path = mx_it_path(logs[i]);
+        char *log = mx_it_read_file(log_path, NULL);
+        assert_non_null(log);
+        if (strstr(log, "up:slow has not answered initialize after 3 s; sending it again") == NULL)
+            fail_msg("%s: no second initialize", logs[i]);
+        free(log);
+        free(log_path);
+    }
+    free(one2);
+    free(health2);
+    free(log2_path);
+    free(bin);
+    free(cfg2_path);
+    free(cfg2);
     free(one);
     free(url);
     free(cfg_path);

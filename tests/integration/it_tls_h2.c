@@ -565,20 +565,24 @@ static void test_tls_h2_nghttp_100_streams(void **state)
     char *out = NULL;
     (void)state;
     start_world(&w, true, true);
-    mcp_session(&w);
     char *url = gw_url(&w, "/mcp/sim");
     char *data = mx_it_path("call.json");
-    assert_int_equal(mx_it_write_file(data, ADD_BODY, strlen(ADD_BODY)), 0);
-    char sid[200];
-    snprintf(sid, sizeof(sid), "mcp-session-id: %s", w.session);
+    /* The same request on every stream: stateless (MCP 2026-07-28) ones, as
+     * a 2025 session must not have two requests with one id in flight. */
+    static const char body[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"add\","
+        "\"arguments\":{\"a\":2,\"b\":3},\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+        "\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}";
+    assert_int_equal(mx_it_write_file(data, body, strlen(body)), 0);
     /* One connection (nghttp never opens more), 100 streams at once. */
     const char *argv[] = {"nghttp", "-s",
                           "-m",     "100",
                           "-d",     data,
                           "-H",     "content-type: application/json",
                           "-H",     "accept: application/json, text/event-stream",
-                          "-H",     sid,
-                          "-H",     "mcp-protocol-version: 2025-06-18",
+                          "-H",     "mcp-protocol-version: 2026-07-28",
+                          "-H",     "mcp-method: tools/call",
+                          "-H",     "mcp-name: add",
                           url,      NULL};
     assert_int_equal(mx_it_run("nghttp", argv, NULL, RUN_TIMEOUT_MS, &out), 0);
     assert_int_equal(count_of(out, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{"
@@ -693,14 +697,16 @@ static void test_tls_h2_reset_stream_cancels_upstream(void **state)
             break;
         cli_io(&c, 50);
     }
-    /* mcplex let go of the call and the upstream request ended with it. */
+    /* mcplex let go of the call and the upstream request ended with it:
+     * the upstream heard notifications/cancelled (MCP 2025-06-18: a
+     * disconnect is not a cancel) and ended its stream */
     assert_int_equal(inflight, 0);
     assert_int_equal(streams, 0);
     char *sim_log_path = mx_it_path("sim.log");
     char *sim_log = mx_it_read_file(sim_log_path, NULL);
     free(sim_log_path);
     assert_non_null(sim_log);
-    assert_non_null(strstr(sim_log, "client went away during the stream"));
+    assert_non_null(strstr(sim_log, "cancelled by the client after"));
     free(sim_log);
 
     /* The same connection carries the next call. */

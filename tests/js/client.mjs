@@ -31,6 +31,9 @@
 //   read      {"uri"}                            resources/read
 //   many      {"count": 50, "tool": "echo"} that many SDK clients at once: connect, list
 //             tools, call echo with a message of their own, check it, close
+//   two-calls {"name", "arguments", "ready_file", "go_file", "wait_ms": 20000}
+//             call the tool, write |ready_file|, wait for |go_file| to exist,
+//             call it again in the same session (first and second results)
 // Any SDK scenario also takes "terminate": true (DELETE the session at the end).
 //
 // Environment:
@@ -418,6 +421,20 @@ async function run(url, scenario, args, timeoutMs) {
         out.progress_after_cancel = progress.length - Math.min(progress.length, after);
         break;
     }
+    case 'two-calls': {
+        const call = () => client.callTool({ name: args.name, arguments: args.arguments ?? {} },
+                                           CallToolResultSchema, reqOpts);
+        await step('first', call);
+        if (args.ready_file)
+            writeFileSync(args.ready_file, 'ready\n');
+        if (args.go_file)
+            out.go = await waitFile(args.go_file, args.wait_ms ?? 20000);
+        out.session_id_kept = transport.sessionId;
+        await step('second', call);
+        out.session_id_same = transport.sessionId === out.session_id_kept;
+        delete out.session_id_kept;
+        break;
+    }
     case 'prompt':
         await step('result', () =>
             client.getPrompt({ name: args.name, arguments: args.arguments ?? {} }, reqOpts));
@@ -485,7 +502,7 @@ async function run(url, scenario, args, timeoutMs) {
 }
 
 const SCENARIOS = ['smoke', 'call', 'progress', 'list-all', 'cancel', 'sampling', 'list-changed',
-                   'same-ids', 'many', 'prompt', 'read'];
+                   'same-ids', 'many', 'prompt', 'read', 'two-calls'];
 
 function main() {
     const [url, scenario, rawArgs] = process.argv.slice(2);
@@ -515,7 +532,7 @@ function main() {
     } catch (e) {
         return usage(`bad MX_CLIENT_STDIO: ${e.message}`);
     }
-    if (['call', 'progress', 'cancel', 'sampling', 'prompt'].includes(scenario) &&
+    if (['call', 'progress', 'cancel', 'sampling', 'prompt', 'two-calls'].includes(scenario) &&
         typeof args.name !== 'string')
         return usage(`scenario ${scenario} needs {"name": "<tool>"}`);
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
