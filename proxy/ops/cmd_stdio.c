@@ -44,7 +44,7 @@ struct run {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex stdio [-c FILE] [--log-level error|warn|info|debug]\n"
+    fprintf(f, "usage: mcplex stdio [-c FILE] [--log-level error|warn|info|debug] [--access-log]\n"
                "\n"
                "Serves the merged /mcp aggregate to one client over stdio: newline-delimited\n"
                "JSON-RPC on stdin and stdout. Binds no port; stdout carries JSON-RPC only,\n"
@@ -54,7 +54,8 @@ static void usage(FILE *f)
                "\n"
                "  -c FILE           config (default: $MCPLEX_CONFIG, ./mcplex.toml,\n"
                "                    $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
-               "  --log-level L     overrides [proxy] log_level\n");
+               "  --log-level L     overrides [proxy] log_level\n"
+               "  --access-log      one line per request on stderr at info (default: at debug)\n");
 }
 
 static void serve_mcp(struct mx_req *req, void *data)
@@ -153,6 +154,7 @@ int mx_cmd_stdio(int argc, char **argv)
     const char *cfg_arg = NULL, *level_arg = NULL;
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"log-level", required_argument, NULL, 'l'},
+                                         {"access-log", no_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int ch;
@@ -164,6 +166,9 @@ int mx_cmd_stdio(int argc, char **argv)
             break;
         case 'l':
             level_arg = optarg;
+            break;
+        case 'a':
+            mx_log_set_access(true);
             break;
         case 'h':
             usage(stdout);

@@ -6,8 +6,10 @@
  * `promtool check metrics` parse and lint /metrics, and checks that the
  * counters equal the calls made; that `mcplex status` prints the table (plain
  * and TLS listener) and fails clearly when nothing answers; that every line
- * of `--log-format json` parses, with one access line per request; and that
- * no canary credential appears in /metrics, /health, status or the log.
+ * of `--log-format json` parses, with one access line per request; that
+ * calls through the merged /mcp (2025 and 2026-07-28 clients) and through
+ * `mcplex stdio` have their series and access lines too; and that no canary
+ * credential appears in /metrics, /health, status or the log.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -423,6 +426,158 @@ static void test_metrics_counts_agree(void **state)
     mx_it_pass();
 }
 
+/* POST |body| to /mcp with |hdrs| (NULL-terminated, after the usual two);
+ * the answer's body (caller frees), which must come with 200. */
+static char *post_mcp(struct world *w, const char *const *hdrs, const char *body)
+{
+    char *url = gw_url(w, "/mcp");
+    const char *h[12] = {"Content-Type: application/json",
+                         "Accept: application/json, text/event-stream"};
+    size_t n = 2;
+    for (size_t i = 0; hdrs && hdrs[i] && n < 11; i++)
+        h[n++] = hdrs[i];
+    h[n] = NULL;
+    long status = 0;
+    char *resp = NULL;
+    assert_int_equal(mx_it_http_full("POST", url, h, body, 20000, &status, NULL, &resp), 0);
+    assert_int_equal(status, 200);
+    free(url);
+    return resp;
+}
+
+/* The access lines of a JSON log |log| at |path| for |rpc| (and |server|,
+ * NULL: none), with status 200 and outcome ok. */
+static int access_lines(const char *log, const char *path, const char *rpc, const char *server)
+{
+    int n = 0;
+    for (const char *p = log; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        json_t *o = json_loadb(p, strcspn(p, "\n"), 0, NULL);
+        const char *sub = json_string_value(json_object_get(o, "sub"));
+        const char *srv = json_string_value(json_object_get(o, "server"));
+        if (sub && strcmp(sub, "access") == 0 &&
+            strcmp(json_string_value(json_object_get(o, "path")), path) == 0 &&
+            strcmp(json_string_value(json_object_get(o, "rpc_method")), rpc) == 0 &&
+            (server ? srv && strcmp(srv, server) == 0 : srv == NULL) &&
+            json_integer_value(json_object_get(o, "status")) == 200 &&
+            strcmp(json_string_value(json_object_get(o, "outcome")), "ok") == 0)
+            n++;
+        json_decref(o);
+    }
+    return n;
+}
+
+/*
+ * Calls through the merged /mcp, by a 2025 client and a 2026-07-28 client,
+ * and through `mcplex stdio`: each is one call of alpha in /metrics (by
+ * method and outcome, timed) and one access line (path /mcp, its JSON-RPC
+ * method, the server it went to); what mcplex answers itself for all
+ * upstreams (initialize, the lists) has its access line without a server.
+ */
+static void test_metrics_calls_through_mcp(void **state)
+{
+    struct world w;
+    (void)state;
+    const char *args[] = {"--log-format", "json", "--access-log", NULL};
+    start_world(&w, false, args);
+
+    char *url = gw_url(&w, "/mcp");
+    char sid[64];
+    mx_it_open_session(url, "it-metrics", sid, sizeof(sid));
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *legacy[] = {sid_h, "MCP-Protocol-Version: 2025-11-25", NULL};
+    /* alpha's echo, under the name /mcp gives it */
+    char *list = post_mcp(&w, legacy, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    const char *echo = strstr(list, "echo\"") ? "echo" : NULL;
+    if (strstr(list, "\"alpha_echo\""))
+        echo = "alpha_echo";
+    assert_non_null(echo);
+    free(list);
+    char body[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof(body),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"%s\",\"arguments\":{\"message\":\"2025 call %d\"}}}",
+                 10 + i, echo, i);
+        char *resp = post_mcp(&w, legacy, body);
+        assert_non_null(strstr(resp, "2025 call"));
+        free(resp);
+    }
+    char name_h[64];
+    snprintf(name_h, sizeof(name_h), "Mcp-Name: %s", echo);
+    const char *modern[] = {"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call", name_h,
+                            NULL};
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"%s\",\"arguments\":{\"message\":\"2026 call\"},\"_meta\":{"
+             "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+             "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+             echo);
+    char *resp = post_mcp(&w, modern, body);
+    assert_non_null(strstr(resp, "2026 call"));
+    free(resp);
+
+    char *t = get_metrics(&w, "metrics-mcp.txt");
+    promtool_check("metrics-mcp.txt");
+    assert_true(calls(t, "alpha", "tools/call", "ok") == 3);
+    assert_true(sample(t, "mcplex_upstream_request_duration_seconds_count{server=\"alpha\","
+                          "method=\"tools/call\"}") == 3);
+    assert_true(calls_of(t, "alpha") == 3);
+    free(t);
+
+    char *log = mx_it_read_file(w.log, NULL);
+    assert_non_null(log);
+    assert_int_equal(access_lines(log, "/mcp", "tools/call", "alpha"), 3);
+    assert_int_equal(access_lines(log, "/mcp", "initialize", NULL), 1);
+    assert_int_equal(access_lines(log, "/mcp", "tools/list", NULL), 1);
+    free(log);
+
+    /* the same call over `mcplex stdio`, with its own access log */
+    char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
+    char *err_path = mx_it_path("stdio.log");
+    const char *argv[] = {bin, "stdio", "-c", w.cfg, "--access-log", NULL};
+    int in = -1;
+    struct mx_it_lines *out = mx_xcalloc(1, sizeof(*out));
+    pid_t pid = mx_it_spawn_piped("mcplex-stdio", argv, NULL, err_path, &in, &out->fd);
+    assert_true(pid > 0);
+    char *lines = mx_xasprintf(
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+        "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+        "\"clientInfo\":{\"name\":\"raw\",\"version\":\"0\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+        "\"arguments\":{\"message\":\"stdio call\"}}}\n",
+        echo);
+    assert_int_equal(write(in, lines, strlen(lines)), (ssize_t)strlen(lines));
+    free(lines);
+    bool answered = false;
+    for (int i = 0; i < 8 && !answered; i++) {
+        json_t *m = mx_it_lines_next(out, 20000);
+        assert_non_null(m);
+        char *d = json_dumps(m, 0);
+        answered = json_integer_value(json_object_get(m, "id")) == 2 && strstr(d, "stdio call");
+        free(d);
+        json_decref(m);
+    }
+    assert_true(answered);
+    close(in);
+    int st = mx_it_wait_exit(pid, 15000);
+    assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    close(out->fd);
+    free(out);
+    char *slog = mx_it_read_file(err_path, NULL);
+    assert_non_null(slog);
+    if (strstr(slog, "POST /mcp tools/call 200 ok") == NULL ||
+        strstr(slog, "POST /mcp initialize 200 ok") == NULL)
+        fail_msg("mcplex stdio wrote no access line for its calls:\n%s", slog);
+    free(slog);
+    free(err_path);
+    free(bin);
+    free(sid_h);
+    free(url);
+    world_clear(&w);
+    mx_it_pass();
+}
+
 static char *run_status(const char *const *args, int *rc)
 {
     char *bin = mx_xasprintf("%s/mcplex", mx_it_build_dir());
@@ -571,6 +726,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_metrics_counts_agree, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_calls_through_mcp, mx_it_setup,
+                                        mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_status_table_and_json, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_status_tls_listener, mx_it_setup, mx_it_teardown),
     };
