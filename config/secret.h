@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Secret references ("vault:NAME", "env:NAME", "file:PATH", "cmd:COMMAND")
- * resolved into an opaque struct mx_secret. No function returns the value as
+ * A secret value, an opaque struct mx_secret (references resolve into one
+ * in secret_ref.h). No function returns the value as
  * a string a logger could see: a secret can only be written into an outgoing
  * header or a child's environment entry, compared in constant time, redacted
  * out of a buffer, or wiped.
