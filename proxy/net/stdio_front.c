@@ -83,7 +83,7 @@ struct sreq {
 
 struct mx_stdio_front {
     struct ev_loop *loop;
-    mx_stdio_front_serve_fn serve;
+    mx_req_cb serve; /* every request made from the client's messages */
     void *serve_data;
     struct mx_stdio_front_opts o;
     int in_flags; /* as found, put back at free */
@@ -677,8 +677,8 @@ static int nonblock(int fd, int *old)
     return 0;
 }
 
-struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, mx_stdio_front_serve_fn serve,
-                                          void *serve_data, const struct mx_stdio_front_opts *o,
+struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, mx_req_cb serve, void *serve_data,
+                                          const struct mx_stdio_front_opts *o,
                                           mx_stdio_front_done_cb done, void *data)
 {
     struct mx_stdio_front *f = mx_xcalloc(1, sizeof(*f));

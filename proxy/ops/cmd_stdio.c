@@ -58,7 +58,8 @@ static void usage(FILE *f)
                "  --access-log      one line per request on stderr at info (default: at debug)\n");
 }
 
-static void serve_mcp(struct mx_req *req, void *data)
+/* The stdio client's requests go where POST /mcp goes. */
+static void serve_cb(struct mx_req *req, void *data)
 {
     mx_mcp_serve(data, req);
 }
@@ -208,7 +209,7 @@ int mx_cmd_stdio(int argc, char **argv)
     struct run r = {0};
     r.loop = loop;
     struct mx_stdio_front_opts fo = {in_fd, out_fd, (size_t)cfg->listen.max_body, DRAIN_LIMIT_S};
-    r.front = mx_stdio_front_new(loop, serve_mcp, gw->mcp, &fo, done_cb, &r);
+    r.front = mx_stdio_front_new(loop, serve_cb, gw->mcp, &fo, done_cb, &r);
     ev_signal_init(&r.sigterm, stop_cb, SIGTERM);
     ev_signal_init(&r.sigint, stop_cb, SIGINT);
     ev_signal_init(&r.sighup, hup_cb, SIGHUP);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stdio front end against a scripted /mcp (the endpoint it is given
- * is this file's, not the real aggregate): input held until
+ * The stdio front end against a scripted /mcp (fake_serve, the handler the
+ * front end is given, stands for the aggregate): input held until
  * initialize is answered, the session id and protocol version on every
  * later request, the GET stream opened once, answers as single lines (a
  * multi-line JSON body re-encoded, SSE events one by one, id null on a
