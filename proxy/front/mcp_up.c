@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The upstream side of /mcp: each upstream's catalogue (initialize result,
- * tools, prompts, resources, templates), refreshed through an upstream
- * session when first needed and after a list_changed; the merged views
- * built from the catalogues; the list_changed notifications clients get
- * when what they would see changes (an upstream joins late, goes down,
- * comes back, or changes a list); and what upstreams send outside any
- * answer. The fan-out seam is mcp_up_refresh(): a catalogue saved on disk
- * can later stand in for it without touching the client side.
+ * The upstream side of the endpoints: each upstream's catalogue
+ * (initialize result, tools, prompts, resources, templates), refreshed
+ * through an upstream session when first needed and after a list_changed;
+ * the one wait of a request for those refreshes (initialize, discover, the
+ * lists, a routed request whose name is not known yet); the merged views
+ * built from the catalogues and what a client sees of them (merged or, at
+ * /mcp/<server>, one upstream's: capabilities, list pages, URI routes); the
+ * list_changed notifications clients get when what they would see changes
+ * (an upstream joins late, goes down, comes back, or changes a list); and
+ * what upstreams send outside any answer. The fan-out seam is
+ * mcp_up_refresh(): a catalogue saved on disk stands in for it without
+ * touching the client side.
  */
 #include <stdio.h>
 #include <stdlib.h>

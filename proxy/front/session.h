@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Client sessions of /mcp (MCP 2025-03-26 to 2025-11-25, Session
+ * Client sessions of /mcp and /mcp/<server> (MCP 2025-03-26 to 2025-11-25, Session
  * Management): mcplex's own Mcp-Session-Id (128 random bits), the client's
  * initialize parameters, the negotiated version and log level, expiry after
  * idle time, and the session's GET stream, on which notifications and

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gateway's counters and histograms, and GET /metrics: the Prometheus
- * text exposition format 0.0.4. Per upstream server: calls by JSON-RPC method
+ * The gateway's counters and histograms, and their rendering for GET
+ * /metrics (served by health.c): the Prometheus text exposition format
+ * 0.0.4. Per upstream server: calls by JSON-RPC method
  * and outcome, upstream and gateway-added latency, wakes and their durations,
  * retries, body bytes both ways, and a short ring of recent latencies for
  * /health's p50. Process-wide gauges (connections, in-flight requests,
