@@ -1353,6 +1353,15 @@ json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_
     return out;
 }
 
+void mx_it_assert_sampled_once(const json_t *out, const char *reply)
+{
+    assert_int_equal(json_array_size(json_object_get(out, "sampling_requests")), 1);
+    char *dump = json_dumps(json_object_get(out, "result"), 0);
+    if (dump == NULL || strstr(dump, reply) == NULL)
+        fail_msg("sampling answer %s not in the result: %s", reply, dump ? dump : "(none)");
+    free(dump);
+}
+
 char *mx_it_secret_file(const char *name, const char *value)
 {
     char *path = mx_it_path(name);

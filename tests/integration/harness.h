@@ -219,6 +219,9 @@ int mx_it_run(const char *name, const char *const *argv, const char *const *env,
 /* mx_it_client() without a bearer that fails the test unless it ran; the
  * caller json_decref()s the output. */
 json_t *mx_it_client_ok(const char *url, const char *scenario, const char *args_json);
+/* Fail unless the client run |out| (scenario "sampling") was asked for
+ * sampling exactly once and its answer |reply| is in the tool's result. */
+void mx_it_assert_sampled_once(const json_t *out, const char *reply);
 /* The text of the first content item of a client run's tool result, or NULL. */
 const char *mx_it_result_text(const json_t *out);
 /* Whether the JSON array |arr| holds the string |s|. */

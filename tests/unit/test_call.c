@@ -202,7 +202,8 @@ static void f_send(struct mx_upsess *s, json_t *msg, uint64_t key)
 
 static void f_env_clear(struct mx_upsess_env *env)
 {
-    (void)env;
+    json_decref(env->tool_params);
+    env->tool_params = NULL;
 }
 
 static const struct mx_call_upops fake_ops = {
@@ -430,8 +431,7 @@ static json_t *report_of(const char *rpc)
 static int setup(void **state)
 {
     static const char cfg_text[] = "[listen]\naddress = \"127.0.0.1:0\"\ntls = false\n"
-                                   "[proxy]\nstate_dir = \"/nonexistent/mcplex-unit\"\n"
-                                   "fanout_timeout = \"2s\"\n"
+                                   "[proxy]\nfanout_timeout = \"2s\"\n"
                                    "[servers.up]\nurl = \"http://127.0.0.1:9/mcp\"\n"
                                    "auth = \"none\"\n";
     struct mx_diag diag;
@@ -448,6 +448,9 @@ static int setup(void **state)
     W.reports = json_array();
     assert_int_equal(mx_config_parse("unit.toml", cfg_text, sizeof(cfg_text) - 1, &W.cfg, &diag),
                      0);
+    /* no state dir: no catalogue is read or written */
+    free(W.cfg->proxy.state_dir);
+    W.cfg->proxy.state_dir = NULL;
     mx_upstream_init(&W.up, &W.cfg->servers[0]);
     W.up.idx = 0;
     W.ups[0] = &W.up;
