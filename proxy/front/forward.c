@@ -28,6 +28,7 @@
 #include "stdio_serve.h"
 #include "upcall.h"
 #include "upreq.h"
+#include "upsess.h"
 
 #define TRACE_JSON_CAP (4 * 1024 * 1024)
 
@@ -544,7 +545,7 @@ void mx_forward_serve(struct mx_gateway *gw, struct mx_upstream *up, struct mx_r
         json_decref(msg);
         return;
     }
-    if (up->cfg->transport == MX_TRANSPORT_STDIO || up->cfg->transport == MX_TRANSPORT_SSE) {
+    if (!(mx_upsess_caps(up->cfg) & MX_UPSESS_CAP_RELAY)) {
         mx_stdio_serve(gw, up, req, msg); /* stdio_serve.h: any upstream behind upsess.h */
     } else if (up->cfg->url == NULL) {
         mx_gateway_error(req, 501, "this server is not an HTTP upstream");

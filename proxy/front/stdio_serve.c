@@ -547,7 +547,6 @@ static struct bridge *bridge_for(struct mx_gateway *gw, struct mx_upstream *up)
         b->env.loop = gw->loop;
         b->env.uc = gw->uclient;
         b->env.up = up;
-        b->env.trace = gw->trace;
         b->sessions = mx_session_table_new(gw->loop, gw->cfg->listen.session_idle_ms,
                                            (size_t)gw->cfg->listen.max_sessions, &cbs, b);
     }

@@ -10,8 +10,9 @@
  * come before the answer. Notifications of no request go to the sessions'
  * GET streams. Nothing is merged: this is that one server, alone.
  *
- * Nothing here is stdio's own: legacy HTTP+SSE upstreams (transport =
- * "sse", upsess_sse.h) are served the same way, through their upsess.
+ * Nothing here is stdio's own: every upstream whose transport cannot be
+ * relayed as it is (no MX_UPSESS_CAP_RELAY: legacy HTTP+SSE too) is served
+ * the same way, through its upsess.
  *
  * The processes behind this endpoint are not the ones behind /mcp: each
  * endpoint opens its own upstream sessions, as it does for HTTP upstreams.
