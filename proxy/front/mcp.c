@@ -490,7 +490,7 @@ static void call_abort(struct mx_req *req, void *data)
 /*
  * MCP 2026-07-28, Logging: the level travels in the _meta of each request,
  * so a request carries the level its client set with logging/setLevel
- * (|level|, -1 for none). upsess.c drops it for a 2025 session, whose
+ * (|level|, -1 for none). upsess_http.c drops it for a 2025 session, whose
  * level is the session's own.
  */
 static void put_log_level(json_t *upmsg, int level)

@@ -793,7 +793,7 @@ static void call_attach(struct mcall *c, struct mx_req *req, json_t *msg)
  * What an upstream sees of a modern request: mcplex's own id (also its
  * progress token), and of the 2026 keys only the client's capabilities (MCP
  * checklist §8: _meta is rebuilt per upstream; a legacy upstream has its
- * session instead, and upsess.c drops them for it).
+ * session instead, and upsess_http.c drops them for it).
  */
 static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
 {
@@ -809,7 +809,7 @@ static void upstream_shape(json_t *upmsg, json_t *up_id, bool progress)
         json_object_foreach_safe(meta, tmp, k, v)
         {
             /* clientCapabilities and the log level stay for a 2026
-             * upstream (upsess.c drops them for a 2025 one; the level's
+             * upstream (upsess_http.c drops them for a 2025 one; the level's
              * messages are filtered here either way) */
             if ((strncmp(k, "io.modelcontextprotocol/", 24) == 0 &&
                  strcmp(k, MX_REV_META_CAPS) != 0 && strcmp(k, MX_REV_META_LOG_LEVEL) != 0) ||

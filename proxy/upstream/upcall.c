@@ -2,6 +2,8 @@
 /*
  * Upstream calls with wake-on-use. The policy is in upcall.h; this file is
  * its state machine: queued → running → (backoff → running)* → done.
+ * Retries and body bytes are reported to the upstream's observer
+ * (upstream.h).
  */
 #include <stdlib.h>
 #include <string.h>
