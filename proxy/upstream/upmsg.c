@@ -141,12 +141,9 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     r->q->ops->timeout(r, r->q->owner);
 }
 
-int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struct mx_uprpc_cbs *cbs,
-                 void *data, struct mx_uprpc **out)
+void mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms,
+                  const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
-    *out = NULL;
-    if (cbs == NULL || cbs->on_done == NULL || (msg && json_object_get(msg, "id") == NULL))
-        return MX_EINVAL;
     struct mx_upmsg_rpc *r = mx_xcalloc(1, sizeof(*r));
     r->base.ops = q->transport;
     r->q = q;
@@ -176,7 +173,6 @@ int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struc
     q->tail = r;
     mx_upsess_live_inc();
     *out = &r->base;
-    return 0;
 }
 
 void mx_upmsg_ref(struct mx_upmsg_rpc *r)

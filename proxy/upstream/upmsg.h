@@ -112,10 +112,10 @@ void mx_upmsg_q_init(struct mx_upmsg_q *q, struct ev_loop *loop,
                      const struct mx_upsess_ops *transport, const struct mx_server_cfg *cfg,
                      const struct mx_upmsg_q_ops *ops, void *owner);
 
-/* A new request at the tail, waiting, its timer running (as
- * mx_upsess_request). Returns 0 and |*out|, or MX_EINVAL. */
-int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struct mx_uprpc_cbs *cbs,
-                 void *data, struct mx_uprpc **out);
+/* A new request at the tail, waiting, its timer running, in |*out| (as
+ * mx_upsess_request, which has checked the arguments). */
+void mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms,
+                  const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out);
 void mx_upmsg_ref(struct mx_upmsg_rpc *r);
 void mx_upmsg_unref(struct mx_upmsg_rpc *r);
 /* Out of the table, no timer, no callbacks; freed when unused. */

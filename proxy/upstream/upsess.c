@@ -128,7 +128,8 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
                       const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
     *out = NULL;
-    if (s == NULL)
+    if (s == NULL || cbs == NULL || cbs->on_done == NULL ||
+        (msg && json_object_get(msg, "id") == NULL))
         return MX_EINVAL;
     return s->ops->request(s, msg, timeout_ms, cbs, data, out);
 }

@@ -1106,8 +1106,7 @@ static int http_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
                         const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
     struct mx_uph_sess *s = HS(pub);
-    if (s->state == MX_UPH_CLOSED || cbs == NULL || cbs->on_done == NULL ||
-        (msg && json_object_get(msg, "id") == NULL) || s->base.env->up->cfg->url == NULL)
+    if (s->state == MX_UPH_CLOSED || s->base.env->up->cfg->url == NULL)
         return MX_EINVAL;
     struct mx_uph_rpc *r = mx_xcalloc(1, sizeof(*r));
     r->base.ops = &mx_upsess_http_ops;

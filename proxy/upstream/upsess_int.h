@@ -27,8 +27,9 @@
 /*
  * One transport. The functions are those of upsess.h of the same names,
  * for sessions and requests made by |open| and |request| of this table;
- * upsess.c calls them with objects that are not NULL and checks nothing
- * else, so each keeps the contract of upsess.h itself.
+ * upsess.c calls them with objects that are not NULL, and |request| with
+ * callbacks and a message (if any) upsess.h allows; each keeps the rest of
+ * the contract of upsess.h itself.
  */
 struct mx_upsess_ops {
     const char *label;  /* mx_upsess_transport_label() */

@@ -1145,11 +1145,10 @@ static int sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
     struct se *s = SE(pub);
     if (s->state == SE_CLOSED || s->cfg->url == NULL)
         return MX_EINVAL;
-    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
+    mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    if (rc == 0)
-        se_kick(s, 0.0);
-    return rc;
+    se_kick(s, 0.0);
+    return 0;
 }
 
 static void sse_send(struct mx_upsess *pub, json_t *msg)

@@ -631,11 +631,10 @@ static int stdio_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
     struct ss *s = SS(pub);
     if (s->state == SS_CLOSED)
         return MX_EINVAL;
-    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
+    mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    if (rc == 0)
-        ss_kick(s, 0.0);
-    return rc;
+    ss_kick(s, 0.0);
+    return 0;
 }
 
 static void stdio_send(struct mx_upsess *pub, json_t *msg)
