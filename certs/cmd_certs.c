@@ -28,6 +28,7 @@
 #include "cmd_certs.h"
 #include "err.h"
 #include "model.h"
+#include "path.h"
 
 #define DEFAULT_ADDRESS "127.0.0.1:8443"
 

@@ -12,6 +12,7 @@
 #include "cmd_config.h"
 #include "model.h"
 #include "model_int.h"
+#include "secret_ref.h"
 
 static void usage(FILE *f)
 {

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "cmd_config.h"
 #include "model.h"
+#include "path.h"
 #include "secret_int.h"
 #include "vault.h"
 

@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +23,9 @@
 #include "model.h"
 #include "model_int.h"
 #include "num.h"
+#include "path.h"
 #include "secret_int.h"
+#include "secret_ref.h"
 #include "toml.h"
 #include "vault.h"
 
@@ -1255,28 +1256,6 @@ void mx_config_redact(const struct mx_config *cfg, char *p, size_t len)
             mx_secret_redact(s->env_secret[j], p, len);
     }
     mx_secret_redact(cfg->listen.client_token, p, len);
-}
-
-static const char *home_dir(void)
-{
-    const char *home = getenv("HOME");
-    if (home && home[0])
-        return home;
-    struct passwd *pw = getpwuid(getuid());
-    return pw && pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : NULL;
-}
-
-char *mx_path_expand(const char *path)
-{
-    if (path[0] != '~' || (path[1] != '/' && path[1] != '\0'))
-        return mx_xstrdup(path);
-    const char *home = home_dir();
-    if (home == NULL)
-        return mx_xstrdup(path);
-    size_t hl = strlen(home);
-    while (hl > 1 && home[hl - 1] == '/')
-        hl--;
-    return mx_xasprintf("%.*s%s", (int)hl, home, path + 1);
 }
 
 char *mx_config_find(const char *arg)

@@ -166,7 +166,4 @@ const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const 
  */
 void mx_config_redact(const struct mx_config *cfg, char *p, size_t len);
 
-/* Expand a leading "~/" with $HOME; returns a new string. */
-char *mx_path_expand(const char *path);
-
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Secret references ("vault:NAME", "env:NAME", "file:PATH", "cmd:COMMAND")
- * resolved into an opaque struct mx_secret. No function returns the value as
+ * A secret value, an opaque struct mx_secret (references resolve into one
+ * in secret_ref.h). No function returns the value as
  * a string a logger could see: a secret can only be written into an outgoing
  * header or a child's environment entry, compared in constant time, redacted
  * out of a buffer, or wiped.
@@ -22,30 +22,6 @@ enum mx_auth_kind {
     MX_AUTH_COOKIE = 2, /* Cookie: <name>=<secret> */
     MX_AUTH_HEADER = 3, /* <name>: <secret> */
 };
-
-/*
- * Resolve |ref|. |vault_path| is the vault file for "vault:" references.
- * "file:" and vault files must be owned by the user and not readable by group
- * or others. "cmd:" runs the command without a shell (split on spaces) and
- * takes its stdout, trailing newline removed. The value must be non-empty and
- * free of CR, LF and NUL (it goes into a header).
- * Returns 0 and sets |*out| (caller frees with mx_secret_free), or
- * MX_EINVAL (bad reference), MX_ENOTFOUND, MX_EPERM (file mode/owner),
- * MX_EIO; |diag| then says what is wrong, naming the reference, never a value.
- */
-int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
-                      struct mx_diag *diag);
-
-/*
- * |ref| as mcplex shows it wherever it names a reference (errors to
- * clients, /health, `mcplex check`, logs): its kind and name
- * ("vault:files", "env:TOKEN", "file:/path"), and for "cmd:" the program
- * alone ("cmd:pass"), never the arguments, which may hold a key. Anything
- * that is not a well-formed reference may be a literal secret and shows as
- * "(not a secret reference)". Writes at most |cap| bytes (NUL included)
- * to |out| and returns |out|.
- */
-const char *mx_secret_ref_show(const char *ref, char *out, size_t cap);
 
 /* Wrap |len| bytes of |p| (copied) as a secret; used by tests and the vault. */
 struct mx_secret *mx_secret_new(const char *p, size_t len);

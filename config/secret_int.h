@@ -12,9 +12,6 @@
 
 #define MX_SECRET_MAX_LEN (64 * 1024) /* bytes of one secret value */
 
-/* NULL when |ref| is a well-formed reference, else a sentence saying why not. */
-const char *mx_secret_ref_check(const char *ref);
-
 /*
  * NULL when |len| bytes of |p| can be a secret value (non-empty, at most
  * MX_SECRET_MAX_LEN, no CR, LF or NUL), else a sentence saying why not.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The vault: one file of named secrets that only its owner can read. This
- * module reads, lists and rewrites it; secret.c turns "vault:NAME"
+ * module reads, lists and rewrites it; secret_ref.c turns "vault:NAME"
  * references into values through mx_vault_get().
  *
  * File format, version 1: UTF-8 text, one entry per line.

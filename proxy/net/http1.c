@@ -14,7 +14,7 @@
 #include <http_parser.h>
 
 #include "alloc.h"
-#include "conn.h"
+#include "httpd_int.h"
 #include "err.h"
 #include "log.h"
 #include "req_int.h"

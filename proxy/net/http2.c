@@ -22,7 +22,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "alloc.h"
-#include "conn.h"
+#include "httpd_int.h"
 #include "err.h"
 #include "http2.h"
 #include "log.h"

@@ -22,7 +22,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
-#include "conn.h"
+#include "httpd_int.h"
 #include "err.h"
 #include "httpd.h"
 #include "limit.h"

@@ -23,7 +23,6 @@
 #include "err.h"
 #include "linebuf.h"
 #include "log.h"
-#include "mcp.h"
 #include "req_int.h"
 #include "rpc.h"
 #include "sse.h"
@@ -84,7 +83,8 @@ struct sreq {
 
 struct mx_stdio_front {
     struct ev_loop *loop;
-    struct mx_mcp *mcp;
+    mx_req_cb serve; /* every request made from the client's messages */
+    void *serve_data;
     struct mx_stdio_front_opts o;
     int in_flags; /* as found, put back at free */
     int out_flags;
@@ -499,7 +499,7 @@ static void handle_line(struct mx_stdio_front *f, struct mx_str line)
         }
     }
     json_decref(msg);
-    mx_mcp_serve(f->mcp, sr->req);
+    f->serve(sr->req, f->serve_data);
 }
 
 static void report_dropped(struct mx_stdio_front *f)
@@ -591,7 +591,7 @@ static void end_session(struct mx_stdio_front *f)
         /* as DELETE /mcp: calls in flight are cancelled upstream and the
          * upstream sessions of this client end */
         struct sreq *sr = sreq_new(f, SR_DELETE, mx_str_make("", 0));
-        mx_mcp_serve(f->mcp, sr->req);
+        f->serve(sr->req, f->serve_data);
     }
     ev_timer_stop(f->loop, &f->deadline);
     f->until = ev_now(f->loop) + FLUSH_LIMIT_S;
@@ -604,7 +604,7 @@ static void open_get(struct mx_stdio_front *f)
     f->get_opened = true;
     struct sreq *sr = sreq_new(f, SR_GET, mx_str_make("", 0));
     f->get = sr;
-    mx_mcp_serve(f->mcp, sr->req);
+    f->serve(sr->req, f->serve_data);
 }
 
 /* Owed drains, while the output has room. */
@@ -677,13 +677,14 @@ static int nonblock(int fd, int *old)
     return 0;
 }
 
-struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, struct mx_mcp *mcp,
+struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, mx_req_cb serve, void *serve_data,
                                           const struct mx_stdio_front_opts *o,
                                           mx_stdio_front_done_cb done, void *data)
 {
     struct mx_stdio_front *f = mx_xcalloc(1, sizeof(*f));
     f->loop = loop;
-    f->mcp = mcp;
+    f->serve = serve;
+    f->serve_data = serve_data;
     f->o = *o;
     f->done = done;
     f->data = data;

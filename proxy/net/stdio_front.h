@@ -4,7 +4,7 @@
  * newline-delimited JSON-RPC messages read from one descriptor and written
  * to another, for clients that only launch commands. Each message the
  * client sends becomes a request to the same code that serves POST /mcp
- * (mcp.h) through a protocol front end of its own (req_int.h), as http1.c
+ * (the handler given at creation) through a protocol front end of its own (req_int.h), as http1.c
  * and http2.c are; the answers, JSON or SSE, go back out as lines. After
  * initialize a GET stream is opened on the session, so requests and
  * notifications from upstreams (sampling, elicitation, roots, list_changed,
@@ -21,7 +21,8 @@
 
 #include <ev.h>
 
-struct mx_mcp;
+#include "req.h"
+
 struct mx_stdio_front;
 
 typedef void (*mx_stdio_front_done_cb)(struct mx_stdio_front *f, void *data);
@@ -34,13 +35,14 @@ struct mx_stdio_front_opts {
 };
 
 /*
- * Serve the client on |o|'s descriptors with |mcp|, which must outlive the
- * front end. |done| runs once, from the loop, when the front end has ended
+ * Serve the client on |o|'s descriptors: each request made from its
+ * messages goes to |serve| with |serve_data|, which must outlive the front
+ * end. |done| runs once, from the loop, when the front end has ended
  * (end of input, mx_stdio_front_close(), or the output descriptor failed):
  * the session is deleted and every byte for the client is written or given
  * up on. It never runs inside a call into this module.
  */
-struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, struct mx_mcp *mcp,
+struct mx_stdio_front *mx_stdio_front_new(struct ev_loop *loop, mx_req_cb serve, void *serve_data,
                                           const struct mx_stdio_front_opts *o,
                                           mx_stdio_front_done_cb done, void *data);
 

@@ -26,6 +26,7 @@
 #include "cmd.h"
 #include "gateway.h"
 #include "log.h"
+#include "mcp.h"
 #include "stdio_front.h"
 
 #define SUBSYS             "stdio"
@@ -54,6 +55,12 @@ static void usage(FILE *f)
                "  -c FILE           config (default: $MCPLEX_CONFIG, ./mcplex.toml,\n"
                "                    $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
                "  --log-level L     overrides [proxy] log_level\n");
+}
+
+/* The stdio client's requests go where POST /mcp goes. */
+static void serve_cb(struct mx_req *req, void *data)
+{
+    mx_mcp_serve(data, req);
 }
 
 static void done_cb(struct mx_stdio_front *f, void *data)
@@ -197,7 +204,7 @@ int mx_cmd_stdio(int argc, char **argv)
     struct run r = {0};
     r.loop = loop;
     struct mx_stdio_front_opts fo = {in_fd, out_fd, (size_t)cfg->listen.max_body, DRAIN_LIMIT_S};
-    r.front = mx_stdio_front_new(loop, gw->mcp, &fo, done_cb, &r);
+    r.front = mx_stdio_front_new(loop, serve_cb, gw->mcp, &fo, done_cb, &r);
     ev_signal_init(&r.sigterm, stop_cb, SIGTERM);
     ev_signal_init(&r.sigint, stop_cb, SIGINT);
     ev_signal_init(&r.sighup, hup_cb, SIGHUP);

@@ -9,6 +9,7 @@
 #include "guard.h"
 #include "rpc.h"
 #include "secret.h"
+#include "secret_ref.h"
 #include "upreq.h"
 
 void mx_upreq_hdrs_init(struct mx_upreq_hdrs *h)

@@ -46,6 +46,7 @@
 #define SCAN_MAX_DEPTH  16
 #define POLL_MS         20
 #define REAP_TIMEOUT_MS 5000
+#define SIGN_TIMEOUT_MS 30000 /* one openssl run in mx_it_sign_leaf() */
 
 struct proc {
     char *name;
@@ -1209,6 +1210,28 @@ int mx_it_connect_from(const char *from, int port)
     return fd;
 }
 
+void mx_it_wait_listening(pid_t pid, int port, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (;;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (rc == 0)
+            return;
+        if (pid > 0 && mx_it_has_exited(pid))
+            fail_msg("pid %ld exited before listening on 127.0.0.1:%d", (long)pid, port);
+        if (now_ms() > deadline)
+            fail_msg("nothing listens on 127.0.0.1:%d after %d ms", port, timeout_ms);
+        sleep_ms(POLL_MS);
+    }
+}
+
 char *mx_it_raw_exchange(int fd, const char *req, size_t len, int timeout_ms)
 {
     assert_true(send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len);
@@ -1335,6 +1358,44 @@ char *mx_it_secret_file(const char *name, const char *value)
     char *path = mx_it_path(name);
     assert_int_equal(mx_it_write_file(path, value, strlen(value)), 0);
     return path;
+}
+
+void mx_it_sign_leaf(const char *certs_dir, const char *name, const char *cn, const char *san,
+                     char **cert, char **key)
+{
+    char *ca = mx_xasprintf("%s/ca.pem", certs_dir);
+    char *ca_key = mx_xasprintf("%s/ca.key", certs_dir);
+    char *file = mx_xasprintf("%s.csr", name);
+    char *csr = mx_it_path(file);
+    free(file);
+    file = mx_xasprintf("%s.key", name);
+    *key = mx_it_path(file);
+    free(file);
+    file = mx_xasprintf("%s.pem", name);
+    *cert = mx_it_path(file);
+    free(file);
+    char *subj = mx_xasprintf("/CN=%s", cn);
+    char *ext = mx_xasprintf("subjectAltName=%s", san);
+    char *req_name = mx_xasprintf("%s-req", name);
+    char *sign_name = mx_xasprintf("%s-sign", name);
+    const char *req[] = {
+        "openssl", "req",     "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes",  "-keyout", *key,   "-subj",   subj, "-addext",  ext,
+        "-out",    csr,       NULL};
+    const char *sign[] = {
+        "openssl",          "x509", "-req",  "-in", csr,    "-CA", ca,  "-CAkey", ca_key,
+        "-copy_extensions", "copy", "-days", "1",   "-out", *cert, NULL};
+    if (mx_it_run(req_name, req, NULL, SIGN_TIMEOUT_MS, NULL) != 0 ||
+        mx_it_run(sign_name, sign, NULL, SIGN_TIMEOUT_MS, NULL) != 0)
+        fail_msg("openssl could not make the leaf %s (%s); its logs are in %s", name, san,
+                 mx_it_dir());
+    free(ca);
+    free(ca_key);
+    free(csr);
+    free(subj);
+    free(ext);
+    free(req_name);
+    free(sign_name);
 }
 
 int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,

@@ -181,6 +181,9 @@ pid_t mx_it_start_mcplex(const char *config_path, int port);
 /* A TCP connection to 127.0.0.1:|port|, from the loopback address |from|
  * (NULL: any); fails the test when it cannot connect. */
 int mx_it_connect_from(const char *from, int port);
+/* Poll until something accepts on 127.0.0.1:|port|; fails the test after
+ * |timeout_ms|, or once |pid| (ours; 0: none) has exited. */
+void mx_it_wait_listening(pid_t pid, int port, int timeout_ms);
 /* Send |len| bytes of |req| on |fd|, read until the peer closes or nothing
  * came for |timeout_ms| (at most 16 KiB), close |fd|; the answer, "" when
  * none came (caller frees). */
@@ -224,6 +227,15 @@ bool mx_it_has_string(const json_t *arr, const char *s);
 /* Write |value| to a new file |name| of the test directory (a secret
  * file for a config); returns its path (caller frees). */
 char *mx_it_secret_file(const char *name, const char *value);
+/*
+ * What whoever holds a CA's key could do: a new P-256 key and a leaf for
+ * subject CN |cn| and subjectAltName |san| (openssl's syntax, e.g.
+ * "DNS:www.example.com"), signed with |certs_dir|/ca.key by the openssl
+ * tool, as <name>.pem and <name>.key in the test directory; their paths go
+ * to *|cert| and *|key| (caller frees). Fails the test when openssl fails.
+ */
+void mx_it_sign_leaf(const char *certs_dir, const char *name, const char *cn, const char *san,
+                     char **cert, char **key);
 /* How many lines of the JSONL trace |trace_path| are messages of direction
  * |dir| ("c2s", "s2c") for server |server| that hold |needle|. */
 int mx_it_trace_count(const char *trace_path, const char *dir, const char *server,

@@ -9,8 +9,6 @@
  * a leaf for a public DNS name, signed with ca.key by the openssl tool, is
  * refused by OpenSSL's and GnuTLS's verifiers alike.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -67,28 +63,6 @@ static void assert_contains(const char *hay, const char *needle)
 {
     if (strstr(hay, needle) == NULL)
         fail_msg("missing \"%s\" in:\n%s", needle, hay);
-}
-
-/* Poll until something accepts on 127.0.0.1:|port|. */
-static void wait_listening(int port)
-{
-    struct sockaddr_in sa;
-    struct timespec pause = {0, 20 * 1000 * 1000};
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    for (int i = 0; i < 500; i++) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(fd >= 0);
-        int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-        close(fd);
-        if (rc == 0)
-            return;
-        nanosleep(&pause, NULL);
-    }
-    fail_msg("nothing listens on 127.0.0.1:%d", port);
 }
 
 static const char node_get[] =
@@ -146,9 +120,10 @@ static void test_it_certs_real_clients(void **state)
     char *accept = mx_xasprintf("127.0.0.1:%d", port);
     const char *server[] = {"openssl", "s_server", "-quiet", "-www",   "-accept", accept,
                             "-cert",   leaf,       "-key",   leaf_key, NULL};
-    assert_true(mx_it_spawn("s_server", server, NULL, NULL) > 0);
+    pid_t s_server = mx_it_spawn("s_server", server, NULL, NULL);
+    assert_true(s_server > 0);
     free(accept);
-    wait_listening(port);
+    mx_it_wait_listening(s_server, port, RUN_TIMEOUT_MS);
 
     if (have("curl")) {
         snprintf(url_name, sizeof(url_name), "https://localhost:%d/", port);
@@ -220,35 +195,11 @@ static void test_it_certs_constraint_refuses_public_name(void **state)
     char *mcplex = mx_xasprintf("%s/mcplex", mx_it_build_dir());
     char *dir = mx_it_path("certs");
     char *ca = mx_xasprintf("%s/ca.pem", dir);
-    char *ca_key = mx_xasprintf("%s/ca.key", dir);
     char *leaf = mx_xasprintf("%s/localhost.pem", dir);
-    char *evil_key = mx_it_path("evil.key");
-    char *evil_csr = mx_it_path("evil.csr");
-    char *evil = mx_it_path("evil.pem");
+    char *evil = NULL, *evil_key = NULL;
     const char *init[] = {mcplex, "certs", "init", "--dir", dir, NULL};
     assert_int_equal(run("init", init, NULL), 0);
-    const char *req[] = {"openssl",
-                         "req",
-                         "-new",
-                         "-newkey",
-                         "ec",
-                         "-pkeyopt",
-                         "ec_paramgen_curve:P-256",
-                         "-nodes",
-                         "-keyout",
-                         evil_key,
-                         "-subj",
-                         "/CN=www.example.com",
-                         "-addext",
-                         "subjectAltName=DNS:www.example.com",
-                         "-out",
-                         evil_csr,
-                         NULL};
-    assert_int_equal(run("evil-req", req, NULL), 0);
-    const char *sign[] = {
-        "openssl",          "x509", "-req",  "-in", evil_csr, "-CA", ca,  "-CAkey", ca_key,
-        "-copy_extensions", "copy", "-days", "1",   "-out",   evil,  NULL};
-    assert_int_equal(run("evil-sign", sign, NULL), 0);
+    mx_it_sign_leaf(dir, "evil", "www.example.com", "DNS:www.example.com", &evil, &evil_key);
 
     const char *ossl_evil[] = {"openssl", "verify", "-CAfile", ca, evil, NULL};
     assert_int_not_equal(run_out("verify-evil", ossl_evil, &out), 0);
@@ -270,10 +221,8 @@ static void test_it_certs_constraint_refuses_public_name(void **state)
     free(mcplex);
     free(dir);
     free(ca);
-    free(ca_key);
     free(leaf);
     free(evil_key);
-    free(evil_csr);
     free(evil);
     mx_it_pass();
 }

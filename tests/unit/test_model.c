@@ -24,6 +24,7 @@
 #include "err.h"
 #include "model.h"
 #include "model_int.h"
+#include "path.h"
 #include "rand.h"
 #include "secret_int.h"
 #include "toml.h"

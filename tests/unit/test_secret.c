@@ -25,6 +25,7 @@
 #include "rand.h"
 #include "secret.h"
 #include "secret_int.h"
+#include "secret_ref.h"
 #include "vault.h"
 
 static char tmp_dir[64];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stdio front end against a scripted /mcp (this file defines
- * mx_mcp_serve, so the real aggregate is not linked): input held until
+ * The stdio front end against a scripted /mcp (fake_serve, the handler the
+ * front end is given, stands for the aggregate): input held until
  * initialize is answered, the session id and protocol version on every
  * later request, the GET stream opened once, answers as single lines (a
  * multi-line JSON body re-encoded, SSE events one by one, id null on a
@@ -25,14 +25,13 @@
 #include <jansson.h>
 
 #include "err.h"
-#include "mcp.h"
 #include "req.h"
 #include "req_int.h"
 #include "stdio_front.h"
 
 /* ---- a scripted /mcp ---- */
 
-struct mx_mcp {
+struct fake_mcp {
     int posts;
     int gets;
     int deletes;
@@ -53,14 +52,14 @@ static void copy_header(const struct mx_req *req, const char *name, char *out, s
 
 static void get_drain(struct mx_req *req, void *data)
 {
-    struct mx_mcp *m = data;
+    struct fake_mcp *m = data;
     (void)req;
     m->drains++;
 }
 
 static void get_abort(struct mx_req *req, void *data)
 {
-    struct mx_mcp *m = data;
+    struct fake_mcp *m = data;
     (void)req;
     m->get = NULL;
 }
@@ -71,8 +70,9 @@ static void respond(struct mx_req *req, int status, const char *body)
                    body ? strlen(body) : 0);
 }
 
-void mx_mcp_serve(struct mx_mcp *m, struct mx_req *req)
+static void fake_serve(struct mx_req *req, void *data)
 {
+    struct fake_mcp *m = data;
     static const struct mx_hdr_out sse[] = {{"Content-Type", "text/event-stream"}};
     struct mx_str method = mx_req_method(req);
     copy_header(req, "Mcp-Session-Id", m->last_sid, sizeof(m->last_sid));
@@ -150,7 +150,7 @@ struct io {
     int in_fd;
     int out_fd;
     struct mx_stdio_front *f;
-    struct mx_mcp m;
+    struct fake_mcp m;
     int done;
     char got[4 * 1024 * 1024];
     size_t got_len;
@@ -176,7 +176,7 @@ static void io_start(struct io *io, size_t max_line)
     io->from_front = b[0];
     assert_int_equal(fcntl(io->from_front, F_SETFL, O_NONBLOCK), 0);
     struct mx_stdio_front_opts o = {io->in_fd, io->out_fd, max_line, 5.0};
-    io->f = mx_stdio_front_new(io->loop, &io->m, &o, on_done, io);
+    io->f = mx_stdio_front_new(io->loop, fake_serve, &io->m, &o, on_done, io);
 }
 
 static void io_send(struct io *io, const char *text)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One accepted connection, shared by the server core (httpd.c) and the two
+ * httpd's private part: one accepted connection, shared by the server core (httpd.c) and the two
  * HTTP front ends (http1.c, http2.c); routing and the MCP layer never see it.
  * The core owns the socket, the transport, the TLS handshake, the watchers,
  * a capped input and output buffer and the close/reap lifecycle; the front
  * end chosen after the handshake (ALPN, or the HTTP/2 preface on plain
  * sockets) consumes input and queues output through the functions below.
  */
-#ifndef MX_CONN_H
-#define MX_CONN_H
+#ifndef MX_HTTPD_INT_H
+#define MX_HTTPD_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
