@@ -564,7 +564,8 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_req *re
         json_object_set_new(meta, "progressToken", json_integer((json_int_t)c->up_id));
     }
     /* only upstreams that may speak 2026-07-28 take the level in _meta */
-    put_log_level(upmsg, mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_META_LOG_LEVEL ? s->log_level : -1);
+    put_log_level(upmsg,
+                  (mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_META_LOG_LEVEL) ? s->log_level : -1);
     c->via = via;
     static const struct mx_uprpc_cbs cbs = {call_on_message, call_on_done, call_on_wait};
     rc = mx_upsess_request(c->via->s, upmsg, (long)u->cfg->request_timeout_ms, &cbs, c, &c->rpc);
