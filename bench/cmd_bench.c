@@ -31,6 +31,7 @@
 #include "model.h"
 #include "num.h"
 #include "secret.h"
+#include "upsess.h"
 
 #define DEFAULT_N           100
 #define DEFAULT_CONC        8
@@ -374,11 +375,11 @@ static void bench_server(struct report *rep, const struct opts *o, const struct 
     struct mx_bench_side *sd[2] = {NULL, NULL}, *wk[2] = {NULL, NULL};
     struct progress pg = {.on = isatty(STDERR_FILENO) == 1};
 
-    if (sc->transport != MX_TRANSPORT_HTTP) {
-        server_note(rep, sc->name, "skipped",
-                    sc->transport == MX_TRANSPORT_STDIO
-                        ? "stdio upstream: there is no direct HTTP path to compare with"
-                        : "legacy HTTP+SSE upstream: not measured");
+    if (!(mx_upsess_caps(sc) & MX_UPSESS_CAP_RELAY)) {
+        char why[128];
+        snprintf(why, sizeof(why), "%s upstream: %s", mx_upsess_transport_label(sc),
+                 sc->url ? "not measured" : "there is no direct HTTP path to compare with");
+        server_note(rep, sc->name, "skipped", why);
         return;
     }
     char *gw_url = mx_xasprintf("%s/mcp/%s", gw_base, sc->name);

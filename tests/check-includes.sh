@@ -11,8 +11,9 @@
 #   3. no source file loose in proxy/ but main.c.
 # An include is resolved by file name among the project's own sources; a
 # name that is not one of them (a system or library header) is ignored.
+#   tests/check-includes.sh [ROOT]   (ROOT: the source tree; default this one)
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}"
 
 status=0
 loose=$(find proxy -maxdepth 1 -type f \( -name '*.c' -o -name '*.h' \) ! -name main.c | sort)
@@ -21,7 +22,11 @@ if [ -n "$loose" ]; then
     status=1
 fi
 
-find proxy config certs bench -name node_modules -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print |
+dirs=()
+for d in proxy config certs bench; do
+    [ -d "$d" ] && dirs+=("$d")
+done
+find "${dirs[@]}" -name node_modules -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print |
     sort | xargs awk '
 function layer_of(path) {
     if (path ~ /^proxy\/base\//) return 0

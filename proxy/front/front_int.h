@@ -136,7 +136,6 @@ struct mx_mcp {
     struct ev_loop *loop;
     const struct mx_config *cfg;
     struct mx_uclient *uc;
-    struct mx_trace *trace;
     struct mx_callhub *hub;
     const struct mx_call_upops *ops; /* the hub's */
     struct mx_session_table *sessions;

@@ -196,7 +196,7 @@ static const struct mx_call_view legacy_view = {
 /*
  * MCP 2026-07-28, Logging: the level travels in the _meta of each request,
  * so a request carries the level its client set with logging/setLevel
- * (|level|, -1 for none). upsess.c drops it for a 2025 session, whose
+ * (|level|, -1 for none). upsess_http.c drops it for a 2025 session, whose
  * level is the session's own.
  */
 static void put_log_level(json_t *upmsg, int level)
@@ -232,8 +232,9 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c
     s->busy++; /* the session is not idle meanwhile */
     /* at /mcp several upstreams' loggers meet: each is named */
     c->log_prefix = sx->scope ? NULL : u->cfg->alias;
-    /* only Streamable HTTP upstreams may speak 2026-07-28 */
-    put_log_level(upmsg, u->cfg->transport == MX_TRANSPORT_HTTP ? s->log_level : -1);
+    /* only upstreams that may speak 2026-07-28 take the level in _meta */
+    put_log_level(upmsg,
+                  (mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_META_LOG_LEVEL) ? s->log_level : -1);
     struct upctx *via = mcp_up_session(u, s);
     mx_call_route(c, &via->v, u->idx, u->up, upmsg, s->key, (long)u->cfg->request_timeout_ms);
     (void)m;
@@ -1027,7 +1028,6 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     m->loop = env->loop;
     m->cfg = env->cfg;
     m->uc = env->uc;
-    m->trace = env->trace;
     m->hub = mx_callhub_new(env->loop, &env->hooks, env->ops, &hcbs);
     m->ops = mx_callhub_ops(m->hub);
     m->ids = mx_callhub_ids(m->hub);

@@ -29,7 +29,6 @@
 
 struct mx_mcp;
 struct mx_uclient;
-struct mx_trace;
 
 /* What the endpoints are made with (borrowed; the pointers must outlive
  * the endpoints). */
@@ -39,7 +38,6 @@ struct mx_front_env {
     struct mx_upstream *const *ups; /* the upstream slots at the start, by index */
     size_t up_cnt;
     struct mx_uclient *uc;           /* for the upstream sessions */
-    struct mx_trace *trace;          /* for the upstream sessions; may be NULL */
     struct mx_front_hooks hooks;     /* accounting, trace, dropped notifications */
     const struct mx_call_upops *ops; /* NULL: upsess.h's functions */
 };

@@ -521,7 +521,7 @@ static void mcall_attach(struct mcall *mc, json_t *msg)
  * What an upstream sees of a modern request: mcplex's own id (also its
  * progress token, which the core puts in), and of the 2026 keys only the
  * client's capabilities (MCP checklist §8: _meta is rebuilt per upstream; a
- * legacy upstream has its session instead, and upsess.c drops them for it).
+ * legacy upstream has its session instead, and upsess_http.c drops them for it).
  */
 static void upstream_shape(json_t *upmsg)
 {
@@ -536,7 +536,7 @@ static void upstream_shape(json_t *upmsg)
         json_object_foreach_safe(meta, tmp, k, v)
         {
             /* clientCapabilities and the log level stay for a 2026
-             * upstream (upsess.c drops them for a 2025 one; the level's
+             * upstream (upsess_http.c drops them for a 2025 one; the level's
              * messages are filtered here either way); a progress token
              * the core does not take never leaves */
             if ((strncmp(k, "io.modelcontextprotocol/", 24) == 0 &&

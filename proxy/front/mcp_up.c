@@ -300,8 +300,8 @@ static void refresh_free(struct refresh *r)
 /* After a good refresh, keep what the upstream said for the next start. */
 static void catalogue_save(struct mx_mcpup *u)
 {
-    if (u->state != UPS_READY || u->init == NULL || u->cfg->transport != MX_TRANSPORT_HTTP ||
-        u->m->cfg->proxy.state_dir == NULL)
+    if (u->state != UPS_READY || u->init == NULL ||
+        !(mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_CATALOGUE) || u->m->cfg->proxy.state_dir == NULL)
         return;
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         if (mcp_up_offers(u, k) && (u->lists[k] == NULL || u->stale[k]))
@@ -318,7 +318,7 @@ static void catalogue_save(struct mx_mcpup *u)
 static void catalogue_load(struct mx_mcpup *u)
 {
     json_t *init = NULL, *lists[MX_CATALOGUE_KINDS] = {NULL};
-    if (u->cfg->transport != MX_TRANSPORT_HTTP || u->m->cfg->proxy.state_dir == NULL)
+    if (!(mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_CATALOGUE) || u->m->cfg->proxy.state_dir == NULL)
         return;
     char *path = mx_catalogue_path(u->m->cfg->proxy.state_dir, u->cfg);
     int rc = mx_catalogue_load(path, u->cfg, &init, lists);
@@ -1336,7 +1336,6 @@ static struct mx_mcpup *slot_setup(struct mx_mcp *m, struct mx_upstream *up)
     u->env.loop = m->loop;
     u->env.uc = m->uc;
     u->env.up = up;
-    u->env.trace = m->trace;
     u->shared.u = u;
     u->retry_s = RETRY_MIN_S;
     ev_init(&u->keepalive, keepalive_cb);

@@ -248,13 +248,9 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
         mx_diag_set(diag, NULL, 0, 0, "cannot initialise the upstream HTTP client");
         goto fail;
     }
-    struct mx_front_env env = {loop,
-                               cfg,
-                               gw->upstreams,
-                               gw->upstream_cnt,
-                               gw->uclient,
-                               gw->trace,
-                               {on_call_done, on_trace, on_dropped, gw},
+    struct mx_front_env env = {loop,          cfg,
+                               gw->upstreams, gw->upstream_cnt,
+                               gw->uclient,   {on_call_done, on_trace, on_dropped, gw},
                                NULL};
     gw->mcp = mx_mcp_new(&env);
     mx_httpd_opts_default(&hopts);

@@ -8,6 +8,8 @@
  * and routing at once, its GET streams ended, and freed (its secrets wiped)
  * once the requests holding it have ended. A changed server gets a new slot
  * next to the retiring one. Freed slots are reused by later reloads.
+ * Every slot's upstream reports to the gateway's metrics and trace through
+ * the observer installed here (struct mx_upstream_obs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,50 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "trace.h"
 
 _Static_assert(MX_GATEWAY_MAX_SLOTS <= MX_CURSOR_MAX_SOURCES, "a list cursor names every slot");
 
 #define SUBSYS          "reload"
 #define RETIRE_CHECK_S  0.25 /* how often retired slots are looked at */
 #define RETIRE_NOTICE_S 60.0 /* a slot still busy after this is logged, once */
+
+/* The upstream observer (upstream.h): what the upstream layer reports goes
+ * to the gateway's metrics and trace. */
+static void obs_retry(struct mx_upstream *u, void *data)
+{
+    (void)data;
+    mx_metrics_upstream_retry(u->metrics, u->metrics_slot);
+}
+
+static void obs_bytes(struct mx_upstream *u, uint64_t sent, uint64_t received, void *data)
+{
+    (void)data;
+    mx_metrics_upstream_bytes(u->metrics, u->metrics_slot, sent, received);
+}
+
+static void obs_wake_start(struct mx_upstream *u, void *data)
+{
+    (void)data;
+    mx_metrics_wake_start(u->metrics, u->metrics_slot);
+}
+
+static void obs_wake_end(struct mx_upstream *u, double duration_s, bool woke, void *data)
+{
+    (void)data;
+    mx_metrics_wake_end(u->metrics, u->metrics_slot, duration_s,
+                        woke ? MX_METRICS_WOKE : MX_METRICS_NO_WAKE);
+}
+
+static void obs_traced(struct mx_upstream *u, const char *dir, const char *session,
+                       struct mx_str msg, void *data)
+{
+    struct mx_gateway *gw = data;
+    mx_trace_msg(gw->trace, dir, u->cfg->name, session, msg);
+}
+
+static const struct mx_upstream_obs gateway_obs = {obs_retry, obs_bytes, obs_wake_start,
+                                                   obs_wake_end, obs_traced};
 
 /* A slot that was freed and may take a new upstream. */
 static bool slot_free(const struct mx_upstream *u)
@@ -57,6 +97,8 @@ struct mx_upstream *mx_gateway_slot_add(struct mx_gateway *gw, const struct mx_s
     gen->users++;
     u->metrics = gw->metrics;
     u->metrics_slot = mx_metrics_server_slot(gw->metrics, cfg->name);
+    u->obs = &gateway_obs;
+    u->obs_data = gw;
     return u;
 }
 

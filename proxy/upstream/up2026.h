@@ -6,7 +6,7 @@
  * Mcp-Method and Mcp-Name headers), what a server/discover answer says about
  * the upstream's revision, the initialize-like result the rest of mcplex
  * reads from it, and the answers that say the revision is wrong. Pure: the
- * exchanges themselves are upsess.c's.
+ * exchanges themselves are upsess_http26.c's.
  */
 #ifndef MX_UP2026_H
 #define MX_UP2026_H

@@ -2,6 +2,8 @@
 /*
  * Upstream calls with wake-on-use. The policy is in upcall.h; this file is
  * its state machine: queued → running → (backoff → running)* → done.
+ * Retries and body bytes are reported to the upstream's observer
+ * (upstream.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,6 @@
 #include "backoff.h"
 #include "err.h"
 #include "log.h"
-#include "metrics.h"
 #include "rand.h"
 #include "upcall.h"
 #include "wake.h"
@@ -247,7 +248,7 @@ static void not_awake(struct mx_upcall *c)
         wake_timed_out(c);
         return;
     }
-    mx_metrics_upstream_retry(up->metrics, up->metrics_slot);
+    mx_upstream_report_retry(up);
     if (up->probe && up->probe != c) {
         release_slot(c);
         enqueue(c);
@@ -303,7 +304,7 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
 static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
 {
     struct mx_upcall *c = data;
-    mx_metrics_upstream_bytes(c->up->metrics, c->up->metrics_slot, 0, len);
+    mx_upstream_report_bytes(c->up, 0, len);
     if (c->retry)
         return 0;
     return c->cbs.base.on_data(u, p, len, c->data);
@@ -316,7 +317,7 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
     c->ureq = NULL;
     ev_timer_stop(c->loop, &c->hold);
     if (info->body_sent)
-        mx_metrics_upstream_bytes(c->up->metrics, c->up->metrics_slot, c->opts.body_len, 0);
+        mx_upstream_report_bytes(c->up, c->opts.body_len, 0);
     bool unsent =
         err == MX_ECLOSED && !info->response_started && (!info->body_sent || c->opts.may_repeat);
     if (!c->passed && (c->retry || unsent)) {

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared by the stdio and HTTP+SSE upstream sessions (see upmsg.h). */
+/*
+ * What the upstream transports share beyond upsess_int.h (see upmsg.h):
+ * the messages mcplex writes itself, and the request table of the stdio
+ * and HTTP+SSE sessions.
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +16,9 @@
 #include "rpc.h"
 #include "upmsg.h"
 
-json_t *mx_upmsg_initialize(const json_t *caps, const char *id)
+json_t *mx_upmsg_initialize(const json_t *caps, json_t *id)
 {
-    return json_pack("{s:s, s:s, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
+    return json_pack("{s:s, s:O, s:s, s:{s:s, s:O, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", id,
                      "method", "initialize", "params", "protocolVersion",
                      mx_rev_session_versions[0], "capabilities", caps, "clientInfo", "name",
                      "mcplex", "version", MX_VERSION);
@@ -88,23 +92,33 @@ void mx_upmsg_fail(const struct mx_server_cfg *cfg, int code, const char *reason
     snprintf(f->message, sizeof(f->message), "upstream '%s' %s", cfg->name, what);
 }
 
+void mx_upmsg_kick(struct ev_loop *loop, ev_timer *kick, double after_s)
+{
+    if (ev_is_active(kick)) {
+        if (after_s > 0.0)
+            return; /* already due, sooner or as soon */
+        ev_timer_stop(loop, kick);
+    }
+    ev_timer_set(kick, after_s, 0.0);
+    ev_timer_start(loop, kick);
+}
+
 /* ---- the request table ---- */
 
 #define CANCEL_GRACE_S 2.0 /* a cancelled request's answer may still come this long */
 
-static size_t live_cnt;
-
-size_t mx_upmsg_live_cnt(void)
+static struct mx_upmsg_rpc *RPC(struct mx_uprpc *pub)
 {
-    return live_cnt;
+    return mx_container_of(pub, struct mx_upmsg_rpc, base);
 }
 
-void mx_upmsg_q_init(struct mx_upmsg_q *q, struct ev_loop *loop, enum mx_upsess_kind kind,
-                     const struct mx_server_cfg *cfg, const struct mx_upmsg_q_ops *ops, void *owner)
+void mx_upmsg_q_init(struct mx_upmsg_q *q, struct ev_loop *loop,
+                     const struct mx_upsess_ops *transport, const struct mx_server_cfg *cfg,
+                     const struct mx_upmsg_q_ops *ops, void *owner)
 {
     memset(q, 0, sizeof(*q));
     q->loop = loop;
-    q->kind = kind;
+    q->transport = transport;
     q->cfg = cfg;
     q->ops = ops;
     q->owner = owner;
@@ -127,14 +141,11 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     r->q->ops->timeout(r, r->q->owner);
 }
 
-int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struct mx_uprpc_cbs *cbs,
-                 void *data, struct mx_uprpc **out)
+void mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms,
+                  const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
-    *out = NULL;
-    if (cbs == NULL || cbs->on_done == NULL || (msg && json_object_get(msg, "id") == NULL))
-        return MX_EINVAL;
     struct mx_upmsg_rpc *r = mx_xcalloc(1, sizeof(*r));
-    r->kind = q->kind;
+    r->base.ops = q->transport;
     r->q = q;
     r->refs = 1;
     if (msg) {
@@ -160,9 +171,8 @@ int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struc
     else
         q->head = r;
     q->tail = r;
-    live_cnt++;
-    *out = (struct mx_uprpc *)(void *)r;
-    return 0;
+    mx_upsess_live_inc();
+    *out = &r->base;
 }
 
 void mx_upmsg_ref(struct mx_upmsg_rpc *r)
@@ -177,7 +187,7 @@ void mx_upmsg_unref(struct mx_upmsg_rpc *r)
         return;
     json_decref(r->msg);
     free(r);
-    live_cnt--;
+    mx_upsess_live_dec();
 }
 
 void mx_upmsg_kill(struct mx_upmsg_rpc *r)
@@ -216,7 +226,7 @@ void mx_upmsg_finish(struct mx_upmsg_rpc *r, json_t *resp, const struct mx_upfai
     mx_upmsg_ref(r);
     ops->hold(owner);
     mx_upmsg_kill(r);
-    r->cbs.on_done((struct mx_uprpc *)(void *)r, resp, fail, r->data);
+    r->cbs.on_done(&r->base, resp, fail, r->data);
     ops->release(owner);
     mx_upmsg_unref(r);
 }
@@ -308,7 +318,7 @@ bool mx_upmsg_route(struct mx_upmsg_q *q, json_t *msg, uint64_t key)
     if (r == NULL || r->cbs.on_message == NULL)
         return false;
     mx_upmsg_ref(r);
-    int rc = r->cbs.on_message((struct mx_uprpc *)(void *)r, key, msg, r->data);
+    int rc = r->cbs.on_message(&r->base, key, msg, r->data);
     if (rc == MX_EAGAIN && !r->dead && !r->paused) {
         r->paused = true;
         q->paused_cnt++;
@@ -317,9 +327,15 @@ bool mx_upmsg_route(struct mx_upmsg_q *q, json_t *msg, uint64_t key)
     return true;
 }
 
-void mx_upmsg_resume(struct mx_upmsg_rpc *r)
+void mx_upmsg_cancel(struct mx_uprpc *pub)
 {
-    if (r == NULL || r->dead || !r->paused)
+    mx_upmsg_kill(RPC(pub));
+}
+
+void mx_upmsg_resume(struct mx_uprpc *pub)
+{
+    struct mx_upmsg_rpc *r = RPC(pub);
+    if (r->dead || !r->paused)
         return;
     r->paused = false;
     if (--r->q->paused_cnt == 0)

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the upstream transports that carry every JSON-RPC message on a
- * channel of their own share (stdio in upsess_stdio.c, the legacy HTTP+SSE
- * stream in upsess_sse.c): the versions mcplex speaks, the messages it
- * writes itself (initialize, initialized, a ping's answer, a cancellation),
- * the check of an initialize answer, which requests may make a server ask
- * the client something, failure messages naming the server, and the table
- * of a session's requests: made in order, waiting until sent, matched to
- * answers by id and to progress by token, paused and resumed, timed out,
- * cancelled, failed together when the channel breaks.
+ * What the upstream transports share beyond upsess_int.h. Every transport
+ * that opens MCP sessions (upsess_http.c, upsess_sse.c, upsess_stdio.c):
+ * the messages mcplex writes itself (initialize, initialized, a ping's
+ * answer, a cancellation) and the check of an initialize answer. The
+ * transports that carry every JSON-RPC message on a channel of their own
+ * (stdio, the legacy HTTP+SSE stream): which requests may make a server ask
+ * the client something, failure messages naming the server, the timer that
+ * starts their work from the loop, and the table of a session's requests:
+ * made in order, waiting until sent, matched to answers by id and to
+ * progress by token, paused and resumed, timed out, cancelled, failed
+ * together when the channel breaks.
  *
  * Re-entrancy: callers' callbacks may cancel requests or close the session;
  * a request stays allocated while its code is on the stack (refs), and the
@@ -26,11 +28,11 @@
 
 #include "model.h"
 #include "upreq.h"
-#include "upsess.h"
-#include "upsess_stdio.h"
+#include "upsess_int.h"
 
-/* The initialize request with id |id|, offering |caps| (new reference). */
-json_t *mx_upmsg_initialize(const json_t *caps, const char *id);
+/* The initialize request with id |id| (borrowed), offering |caps| (new
+ * reference). */
+json_t *mx_upmsg_initialize(const json_t *caps, json_t *id);
 /* notifications/initialized (new reference). */
 json_t *mx_upmsg_initialized(void);
 /* The empty answer to the ping request |req| (new reference). */
@@ -51,11 +53,16 @@ bool mx_upmsg_may_ask(const char *method);
 void mx_upmsg_fail(const struct mx_server_cfg *cfg, int code, const char *reason,
                    struct mx_upfail *f, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Run |kick| (a session's timer) after |after_s|, or sooner if it is due
+ * sooner already: a session's work starts from the loop, never from inside
+ * a caller's call. */
+void mx_upmsg_kick(struct ev_loop *loop, ev_timer *kick, double after_s);
+
 struct mx_upmsg_q;
 
-/* A request of such a session; what mx_uprpc points to for these kinds. */
+/* A request of such a session. */
 struct mx_upmsg_rpc {
-    enum mx_upsess_kind kind; /* first: the session's kind (upsess_stdio.h) */
+    struct mx_uprpc base; /* first (upsess_int.h): its session's transport */
     struct mx_upmsg_q *q;
     struct mx_upmsg_rpc *prev;
     struct mx_upmsg_rpc *next;
@@ -91,7 +98,7 @@ struct mx_upmsg_q_ops {
 
 struct mx_upmsg_q {
     struct ev_loop *loop;
-    enum mx_upsess_kind kind;
+    const struct mx_upsess_ops *transport; /* of the session, for its requests */
     const struct mx_server_cfg *cfg;
     const struct mx_upmsg_q_ops *ops;
     void *owner;
@@ -101,20 +108,22 @@ struct mx_upmsg_q {
     size_t paused_cnt;
 };
 
-void mx_upmsg_q_init(struct mx_upmsg_q *q, struct ev_loop *loop, enum mx_upsess_kind kind,
-                     const struct mx_server_cfg *cfg, const struct mx_upmsg_q_ops *ops,
-                     void *owner);
-/* Requests of every table alive (for mx_upsess_live_cnt). */
-size_t mx_upmsg_live_cnt(void);
+void mx_upmsg_q_init(struct mx_upmsg_q *q, struct ev_loop *loop,
+                     const struct mx_upsess_ops *transport, const struct mx_server_cfg *cfg,
+                     const struct mx_upmsg_q_ops *ops, void *owner);
 
-/* A new request at the tail, waiting, its timer running (as
- * mx_upsess_request). Returns 0 and |*out|, or MX_EINVAL. */
-int mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms, const struct mx_uprpc_cbs *cbs,
-                 void *data, struct mx_uprpc **out);
+/* A new request at the tail, waiting, its timer running, in |*out| (as
+ * mx_upsess_request, which has checked the arguments). */
+void mx_upmsg_add(struct mx_upmsg_q *q, json_t *msg, long timeout_ms,
+                  const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out);
 void mx_upmsg_ref(struct mx_upmsg_rpc *r);
 void mx_upmsg_unref(struct mx_upmsg_rpc *r);
 /* Out of the table, no timer, no callbacks; freed when unused. */
 void mx_upmsg_kill(struct mx_upmsg_rpc *r);
+/* As mx_uprpc_cancel and mx_uprpc_resume, for the ops of the transports
+ * whose requests these are. */
+void mx_upmsg_cancel(struct mx_uprpc *pub);
+void mx_upmsg_resume(struct mx_uprpc *pub);
 /* Deliver on_done once and forget the request. */
 void mx_upmsg_finish(struct mx_upmsg_rpc *r, json_t *resp, const struct mx_upfail *fail);
 /* Every request gone without callbacks (the session closes). */
@@ -139,8 +148,6 @@ struct mx_upmsg_rpc *mx_upmsg_by_id(struct mx_upmsg_q *q, const json_t *id);
  * false: it is the session's (on_message).
  */
 bool mx_upmsg_route(struct mx_upmsg_q *q, json_t *msg, uint64_t key);
-/* As mx_uprpc_resume. */
-void mx_upmsg_resume(struct mx_upmsg_rpc *r);
 /* |msg| was sent on session |key|: when it is notifications/cancelled for a
  * request of ours, that request gets a short grace for its answer instead
  * of its timeout (MCP 2025-06-18, Cancellation: none is due). */

@@ -2,7 +2,7 @@
 /*
  * What every request to an upstream shares, whoever sends it (the
  * /mcp/<server> relay in forward.c, the upstream sessions of /mcp in
- * upsess.c): the header lines with the upstream's credential from the vault,
+ * upsess_*.c): the header lines with the upstream's credential from the vault,
  * and the words a client gets when the upstream fails — a JSON-RPC error
  * code from rpc.h and a message naming the server and the reason, never a
  * secret and never a bare HTTP 401.

@@ -1,33 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An MCP session with one upstream, as mcplex's /mcp uses it (MCP 2025-03-26
- * to 2025-11-25, Streamable HTTP): opened lazily by the first request
- * (initialize, then notifications/initialized), its Mcp-Session-Id and
- * protocol version sent on every later request, its GET stream opened for
- * the upstream's own notifications and requests, and re-created once,
- * invisibly to the caller, when the upstream has forgotten it (404, or a 400
- * whose error says the session is unknown or not initialized, as
- * server-everything answers). Answers may come as JSON or SSE; SSE answers
- * stream message by message with backpressure.
+ * An MCP session with one upstream, as mcplex's /mcp uses it, whatever the
+ * transport: opened lazily by the first request (initialize, then
+ * notifications/initialized, or what the transport's revision asks), its
+ * requests matched to their answers, the upstream's own notifications and
+ * requests passed on (on_message), and re-created, invisibly to the caller,
+ * when the upstream has lost it. This header is the callers' whole view;
+ * the transport is the server's `transport` config value, picked from the
+ * table in upsess.c, and each is one file behind upsess_int.h:
+ * upsess_http.c (Streamable HTTP, MCP 2025-03-26 to 2025-11-25) with its
+ * 2026-07-28 mode in upsess_http26.c, upsess_sse.c (legacy HTTP+SSE, MCP
+ * 2024-11-05) and upsess_stdio.c (a child process). What differs between
+ * transports and matters to callers is asked with mx_upsess_caps(), never
+ * by testing which transport a server uses.
  *
- * An upstream that lists 2026-07-28 in its server/discover answer (asked at
- * first contact, remembered in the env) gets stateless requests instead:
- * _meta and the 2026 headers on each (up2026.h), no initialize, session or
- * GET stream; the discover result is the "initialize result", list changes
- * come from its subscriptions/listen stream (on_message), and the questions
- * of an input_required result go to the request's on_message as requests,
- * whose answers (mx_upsess_send) go back in the request's next round. The
- * 2025 methods that revision lacks are bridged here: resources/subscribe
- * and unsubscribe change the resourceSubscriptions of the listen stream
- * (opened again with the new filter, the old one closed once the new one
- * is acknowledged, which answers the request {}; notifications/resources/
- * updated then come on it), and logging/setLevel is answered {} (the level
- * goes in each request's _meta instead, which the caller puts there).
- *
- * Requests go out through mx_upcall (wake-on-use, max_concurrency) with the
- * upstream's credential; this module never retries a request that may have
- * reached the upstream, except after a session answer that says it did not
- * run it. It does not rewrite ids, names or tokens: the caller does.
+ * Requests over HTTP go out through mx_upcall (wake-on-use,
+ * max_concurrency) with the upstream's credential; no transport retries a
+ * request that may have reached the upstream, except after an answer that
+ * says it did not run it. Nothing here rewrites ids, names or tokens: the
+ * caller does.
  */
 #ifndef MX_UPSESS_H
 #define MX_UPSESS_H
@@ -38,7 +29,7 @@
 #include <ev.h>
 #include <jansson.h>
 
-#include "trace.h"
+#include "model.h"
 #include "uclient.h"
 #include "upreq.h"
 #include "upstream.h"
@@ -46,7 +37,6 @@
 struct mx_upsess;
 struct mx_uprpc;
 
-/* What all sessions of one upstream share; borrowed, must outlive them. */
 /* The revision an HTTP upstream was found to speak (MCP 2026-07-28 or
  * 2025-era sessions); learnt with server/discover at first contact. */
 enum mx_upsess_era {
@@ -55,11 +45,12 @@ enum mx_upsess_era {
     MX_UPSESS_ERA_MODERN = 2, /* 2026-07-28: stateless, _meta on every request */
 };
 
+/* What all sessions of one upstream share; borrowed, must outlive them.
+ * Messages are traced through the upstream's observer (upstream.h). */
 struct mx_upsess_env {
     struct ev_loop *loop;
     struct mx_uclient *uc;
     struct mx_upstream *up;
-    struct mx_trace *trace;
     struct mx_upsess_bye *byes; /* DELETEs still in flight (mx_upsess_env_clear) */
     enum mx_upsess_era era;     /* what the upstream speaks; zeroed with the env */
     json_t *tool_params;        /* 2026-07-28: tool name -> its mx_up26_param_map() */
@@ -161,5 +152,27 @@ void mx_upsess_env_clear(struct mx_upsess_env *env);
 
 /* Live sessions and requests, for tests and /health. */
 size_t mx_upsess_live_cnt(void);
+
+/* What the transport of a server offers, where transports differ (bits of
+ * mx_upsess_caps). */
+enum mx_upsess_cap {
+    /* Its url speaks Streamable HTTP: a client's HTTP exchange can be
+     * relayed to it as it is (/mcp/<server>), and an HTTP client can
+     * measure it directly (mcplex bench). Without it, /mcp/<server> is
+     * served by mcplex's own sessions (stdio_serve.h). */
+    MX_UPSESS_CAP_RELAY = 1u << 0,
+    /* It may speak MCP 2026-07-28, whose requests carry the client's log
+     * level in _meta (logLevel); the others drop it. */
+    MX_UPSESS_CAP_META_LOG_LEVEL = 1u << 1,
+    /* A hosted server that may sleep: its lists are kept in the catalogue
+     * on disk and answered from at start (catalogue.h). */
+    MX_UPSESS_CAP_CATALOGUE = 1u << 2,
+};
+
+/* The enum mx_upsess_cap bits of |cfg|'s transport. */
+unsigned mx_upsess_caps(const struct mx_server_cfg *cfg);
+/* Its transport in a few words for people ("Streamable HTTP", "legacy
+ * HTTP+SSE", "stdio"); a static string. */
+const char *mx_upsess_transport_label(const struct mx_server_cfg *cfg);
 
 #endif

@@ -1,6 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Upstream sessions over the legacy HTTP+SSE transport (see upsess_sse.h).
+ * The legacy HTTP+SSE transport of upstream sessions (MCP 2024-11-05,
+ * Transports), the row of `transport = "sse"` (mx_upsess_sse_ops): the
+ * client opens a GET on the configured url and keeps it; the server's first
+ * event, `endpoint`, names the URI to which every client message is POSTed
+ * (the POST answers 202 and carries no JSON-RPC), and every server message,
+ * answers included, comes as a `message` event on the GET stream. Callers
+ * use the mx_upsess_* functions unchanged. Semantics, beyond upsess.h:
+ * - the stream opens at the first request (or connect-only request);
+ *   requests wait, in order, until the endpoint is known, initialize is
+ *   answered and notifications/initialized was accepted;
+ * - the upstream's credential goes on the GET and on every POST; the
+ *   endpoint must have the configured url's origin (scheme, host, port) or
+ *   it is refused, so a server cannot send the credential elsewhere
+ *   (mx_sse_endpoint_resolve, upsess_sse.h);
+ * - answers are matched to requests by id; progress notifications go to the
+ *   request whose progress token they carry; a request from the server goes
+ *   to the one request in flight that can cause one when there is exactly
+ *   one, else to the session's on_message (as for stdio: the stream carries
+ *   no other hint);
+ * - a stream that breaks ends the upstream's session: requests POSTed on it
+ *   fail (their outcome is unknown; never re-sent), the ones not yet POSTed
+ *   wait, and a new stream opens for them (or the next request), after a
+ *   backoff when it keeps breaking; on_ready fires again after the new
+ *   initialize.
+ * Session keys of these sessions have bit 62 set (stdio ones bit 63), so
+ * they never equal another transport's. The request table is upmsg.c's.
  * States:
  *
  *   idle --a request waits--> connecting (GET open, no endpoint yet)
@@ -80,19 +105,12 @@ struct post {
 };
 
 struct se {
-    enum mx_upsess_kind kind; /* first: MX_UPSESS_SSE */
-    struct mx_upsess_env *env;
+    struct mx_upsess base; /* first (upsess_int.h) */
     const struct mx_server_cfg *cfg;
-    struct mx_upsess_cbs cbs;
-    void *data;
     int refs;
     enum se_state state;
-    uint64_t key;
     uint64_t conn; /* streams opened so far; the current one's number */
-    json_t *caps;
-    json_t *init_result;
     char init_id[48];
-    char *trace_session;
     char *endpoint;        /* where to POST; NULL before the endpoint event */
     struct mx_upcall *get; /* the stream */
     long get_status;
@@ -109,29 +127,13 @@ struct se {
 };
 
 static uint64_t next_key = 1;
-static size_t live_cnt;
 
 static void se_kick(struct se *s, double after_s);
 static void launch_waiting(struct se *s);
 
-size_t mx_upsess_sse_live_cnt(void)
-{
-    return live_cnt;
-}
-
 static struct se *SE(struct mx_upsess *s)
 {
-    return (struct se *)(void *)s;
-}
-
-static const struct se *CSE(const struct mx_upsess *s)
-{
-    return (const struct se *)(const void *)s;
-}
-
-static struct mx_upsess *PUB(struct se *s)
-{
-    return (struct mx_upsess *)(void *)s;
+    return mx_container_of(s, struct se, base);
 }
 
 static const char *name(const struct se *s)
@@ -162,11 +164,7 @@ static void set_state(struct se *s, enum se_state st)
         return;
     mx_log_debug(SUBSYS, "up:%s session %s -> %s", name(s), state_name(s->state), state_name(st));
     s->state = st;
-}
-
-static void trace(struct se *s, const char *dir, struct mx_str msg)
-{
-    mx_trace_msg(s->env->trace, dir, name(s), s->trace_session, msg);
+    s->base.ready = st == SE_READY;
 }
 
 /* ---- the endpoint URL (pure) ---- */
@@ -439,13 +437,10 @@ static void se_unref(struct se *s)
     MX_ASSERT(s->refs > 0);
     if (--s->refs > 0)
         return;
-    json_decref(s->caps);
-    json_decref(s->init_result);
-    free(s->trace_session);
+    mx_upsess_base_clear(&s->base);
     free(s->endpoint);
     mx_sse_decoder_clear(&s->dec);
     free(s);
-    live_cnt--;
 }
 
 /* A request leaves the table: its POST runs on (it may have reached the
@@ -556,7 +551,8 @@ static struct post *post_start(struct se *s, enum post_kind kind, const json_t *
     o.idle_close_ms = (long)s->cfg->idle_close_ms;
     o.ca_file = s->cfg->ca;
     o.may_repeat = false; /* it may have run once it left */
-    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &post_cbs, p, &p->call);
+    int rc = mx_upcall_start(s->base.env->loop, s->base.env->uc, s->base.env->up, &o, &post_cbs, p,
+                             &p->call);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         struct mx_ureq_info info;
@@ -566,7 +562,7 @@ static struct post *post_start(struct se *s, enum post_kind kind, const json_t *
         free(body);
         return NULL;
     }
-    trace(s, "c2s", mx_str_cstr(body));
+    mx_upsess_trace(&s->base, "c2s", mx_str_cstr(body));
     free(body);
     p->next = s->posts;
     if (s->posts)
@@ -589,14 +585,14 @@ static const struct mx_upcall_cbs get_cbs = {{get_head, get_data, get_done}, NUL
 /* Drop the stream and everything that belongs to it (not the requests). */
 static void end_stream(struct se *s)
 {
-    ev_timer_stop(s->env->loop, &s->init_wait);
+    ev_timer_stop(s->base.env->loop, &s->init_wait);
     if (s->get) {
         mx_upcall_cancel(s->get);
         s->get = NULL;
     }
     free(s->endpoint);
     s->endpoint = NULL;
-    s->key = 0;
+    s->base.key = 0;
     mx_upmsg_unpause_all(&s->q);
     /* POSTs of the old stream run on (they may have reached the server);
      * conn tells their answers apart */
@@ -607,7 +603,7 @@ static void schedule_retry(struct se *s)
     s->failures++;
     int64_t ms =
         mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(UINT64_MAX));
-    s->retry_at = ev_now(s->env->loop) + (double)ms / 1000.0;
+    s->retry_at = ev_now(s->base.env->loop) + (double)ms / 1000.0;
 }
 
 /* Connecting or initializing failed: the waiting requests fail with |f|. */
@@ -619,12 +615,12 @@ static void connect_failed(struct se *s, const struct mx_upfail *f)
     set_state(s, SE_IDLE);
     schedule_retry(s);
     mx_log_warn(SUBSYS, "%s; next attempt in %.1f s at the earliest", f->message,
-                s->retry_at - ev_now(s->env->loop));
+                s->retry_at - ev_now(s->base.env->loop));
     se_ref(s);
     mx_upmsg_fail_all(&s->q, false, f);
     /* requests made by those callbacks wait for the next attempt */
     if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
-        se_kick(s, s->retry_at - ev_now(s->env->loop));
+        se_kick(s, s->retry_at - ev_now(s->base.env->loop));
     se_unref(s);
 }
 
@@ -637,7 +633,7 @@ static void stream_lost(struct se *s, const char *how)
     se_ref(s);
     end_stream(s);
     set_state(s, SE_IDLE);
-    if (ev_now(s->env->loop) - s->ready_at >= STABLE_S)
+    if (ev_now(s->base.env->loop) - s->ready_at >= STABLE_S)
         s->failures = 0;
     else
         schedule_retry(s);
@@ -691,7 +687,8 @@ static void open_stream(struct se *s)
     mx_sse_decoder_clear(&s->dec);
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
     set_state(s, SE_CONNECTING);
-    int rc = mx_upcall_start(s->env->loop, s->env->uc, s->env->up, &o, &get_cbs, s, &s->get);
+    int rc = mx_upcall_start(s->base.env->loop, s->base.env->uc, s->base.env->up, &o, &get_cbs, s,
+                             &s->get);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         struct mx_ureq_info info;
@@ -701,11 +698,11 @@ static void open_stream(struct se *s)
         connect_failed(s, &f);
         return;
     }
-    s->opened_at = ev_now(s->env->loop);
+    s->opened_at = ev_now(s->base.env->loop);
     /* waking may hold the GET: its bound comes on top */
     double limit = (double)(INIT_LIMIT_MS + s->cfg->wake_timeout_ms) / 1000.0;
     ev_timer_set(&s->init_wait, limit, 0.0);
-    ev_timer_start(s->env->loop, &s->init_wait);
+    ev_timer_start(s->base.env->loop, &s->init_wait);
     mx_log_debug(SUBSYS, "up:%s opening the event stream", name(s));
 }
 
@@ -809,7 +806,9 @@ static void send_initialize(struct se *s)
     struct mx_upfail f;
     snprintf(s->init_id, sizeof(s->init_id), "mcplex-init-%llu", (unsigned long long)s->conn);
     /* the transport is 2024-11-05's; the version, whichever the server picks */
-    json_t *msg = mx_upmsg_initialize(s->caps, s->init_id);
+    json_t *id = json_string(s->init_id);
+    json_t *msg = mx_upmsg_initialize(s->base.caps, id);
+    json_decref(id);
     struct post *p = post_start(s, P_INIT, msg, &f);
     json_decref(msg);
     if (p == NULL)
@@ -847,8 +846,8 @@ static void init_answered(struct se *s, json_t *msg)
         connect_failed(s, &f);
         return;
     }
-    json_decref(s->init_result);
-    s->init_result = json_incref(result);
+    json_decref(s->base.init_result);
+    s->base.init_result = json_incref(result);
     s->init_id[0] = '\0';
     /* MCP 2024-11-05, Lifecycle: initialized before anything else; requests
      * go once the server took it */
@@ -859,20 +858,19 @@ static void init_answered(struct se *s, json_t *msg)
         connect_failed(s, &f);
 }
 
+/* The caller (post_done) holds a ref on |s| across the callbacks. */
 static void session_ready(struct se *s)
 {
-    ev_timer_stop(s->env->loop, &s->init_wait);
-    s->key = KEY_BIT | next_key++;
-    s->ready_at = ev_now(s->env->loop);
+    ev_timer_stop(s->base.env->loop, &s->init_wait);
+    s->base.key = KEY_BIT | next_key++;
+    s->ready_at = ev_now(s->base.env->loop);
     set_state(s, SE_READY);
-    const char *v = json_string_value(json_object_get(s->init_result, "protocolVersion"));
+    const char *v = json_string_value(json_object_get(s->base.init_result, "protocolVersion"));
     mx_log_info(SUBSYS, "up:%s ready over HTTP+SSE (MCP %s, %.1f s to connect)", name(s),
                 v ? v : "?", s->ready_at - s->opened_at);
-    se_ref(s);
     launch_waiting(s);
-    if (s->state == SE_READY && s->cbs.on_ready)
-        s->cbs.on_ready(PUB(s), s->init_result, s->data);
-    se_unref(s);
+    if (s->state == SE_READY && s->base.cbs.on_ready)
+        s->base.cbs.on_ready(&s->base, s->base.init_result, s->base.data);
 }
 
 /* ---- POST answers ---- */
@@ -926,7 +924,7 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
         if (!err) {
             json_t *m = error_answer(mx_buf_str(&p->body), p->id);
             if (m) {
-                trace(s, "s2c", mx_buf_str(&p->body));
+                mx_upsess_trace(&s->base, "s2c", mx_buf_str(&p->body));
                 mx_upmsg_finish(r, m, NULL);
                 json_decref(m);
                 break;
@@ -984,15 +982,15 @@ static void handle_msg(struct se *s, json_t *msg)
                 mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
             return;
         }
-        if (mx_upmsg_route(&s->q, msg, s->key))
+        if (mx_upmsg_route(&s->q, msg, s->base.key))
             return;
         break;
     case MX_RPC_INVALID:
         mx_log_debug(SUBSYS, "up:%s sent JSON that is not JSON-RPC; ignored", name(s));
         return;
     }
-    if (s->cbs.on_message)
-        s->cbs.on_message(PUB(s), s->key, msg, s->data);
+    if (s->base.cbs.on_message)
+        s->base.cbs.on_message(&s->base, s->base.key, msg, s->base.data);
 }
 
 static void got_message(struct se *s, struct mx_str text)
@@ -1003,7 +1001,7 @@ static void got_message(struct se *s, struct mx_str text)
         mx_log_debug(SUBSYS, "up:%s sent an event that is not JSON-RPC; ignored", name(s));
         return;
     }
-    trace(s, "s2c", text);
+    mx_upsess_trace(&s->base, "s2c", text);
     uint64_t conn = s->conn;
     if (json_is_object(msg)) {
         handle_msg(s, msg);
@@ -1041,7 +1039,7 @@ static void post_rpc(struct se *s, struct mx_upmsg_rpc *r)
 {
     struct mx_upfail f;
     r->sent = true;
-    r->key = s->key;
+    r->key = s->base.key;
     struct post *p = post_start(s, P_RPC, r->msg, &f);
     if (p == NULL) {
         mx_upmsg_finish(r, NULL, &f);
@@ -1086,20 +1084,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void se_kick(struct se *s, double after_s)
 {
-    if (ev_is_active(&s->kick)) {
-        if (after_s > 0.0)
-            return; /* already due, sooner or as soon */
-        ev_timer_stop(s->env->loop, &s->kick);
-    }
-    ev_timer_set(&s->kick, after_s, 0.0);
-    ev_timer_start(s->env->loop, &s->kick);
+    mx_upmsg_kick(s->base.env->loop, &s->kick, after_s);
 }
 
 static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
 {
     struct se *s = owner;
     struct mx_upfail f;
-    if (r->sent && r->key == s->key && s->state == SE_READY) {
+    if (r->sent && r->key == s->base.key && s->state == SE_READY) {
         /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
         json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
         post_start(s, P_SEND, note, &f);
@@ -1110,37 +1102,31 @@ static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
     mx_upmsg_finish(r, NULL, &f);
 }
 
-/* ---- public ---- */
+/* ---- the ops (upsess_int.h) ---- */
 
-struct mx_upsess *mx_upsess_sse_new(struct mx_upsess_env *env, const json_t *caps,
-                                    const char *trace_session, const struct mx_upsess_cbs *cbs,
-                                    void *data)
+static struct mx_upsess *sse_open(struct mx_upsess_env *env, const json_t *caps,
+                                  const char *trace_session, const struct mx_upsess_cbs *cbs,
+                                  void *data)
 {
     struct se *s = mx_xcalloc(1, sizeof(*s));
-    s->kind = MX_UPSESS_SSE;
-    s->env = env;
+    mx_upsess_base_init(&s->base, &mx_upsess_sse_ops, env, caps, trace_session, cbs, data);
     s->cfg = env->up->cfg;
-    s->cbs = *cbs;
-    s->data = data;
     s->refs = 1;
     s->state = SE_IDLE;
-    s->caps = caps ? json_deep_copy(caps) : json_object();
-    s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
     ev_init(&s->kick, kick_cb);
     ev_init(&s->init_wait, init_wait_cb);
-    mx_upmsg_q_init(&s->q, env->loop, MX_UPSESS_SSE, s->cfg, &q_ops, s);
-    live_cnt++;
-    return PUB(s);
+    mx_upmsg_q_init(&s->q, env->loop, &mx_upsess_sse_ops, s->cfg, &q_ops, s);
+    return &s->base;
 }
 
-void mx_upsess_sse_close(struct mx_upsess *pub)
+static void sse_close(struct mx_upsess *pub)
 {
     struct se *s = SE(pub);
-    if (s == NULL || s->state == SE_CLOSED)
+    if (s->state == SE_CLOSED)
         return;
     set_state(s, SE_CLOSED);
-    ev_timer_stop(s->env->loop, &s->kick);
+    ev_timer_stop(s->base.env->loop, &s->kick);
     end_stream(s); /* MCP 2024-11-05: the session ends with its stream */
     while (s->posts) {
         struct post *p = s->posts;
@@ -1153,61 +1139,37 @@ void mx_upsess_sse_close(struct mx_upsess *pub)
     se_unref(s);
 }
 
-uint64_t mx_upsess_sse_key(const struct mx_upsess *pub)
-{
-    const struct se *s = CSE(pub);
-    return s && s->state == SE_READY ? s->key : 0;
-}
-
-bool mx_upsess_sse_is_ready(const struct mx_upsess *pub)
-{
-    const struct se *s = CSE(pub);
-    return s && s->state == SE_READY;
-}
-
-json_t *mx_upsess_sse_init_result(const struct mx_upsess *pub)
-{
-    const struct se *s = CSE(pub);
-    return s ? s->init_result : NULL;
-}
-
-int mx_upsess_sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
-                          const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
+static int sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
+                       const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
     struct se *s = SE(pub);
-    *out = NULL;
-    if (s == NULL || s->state == SE_CLOSED || s->cfg->url == NULL)
+    if (s->state == SE_CLOSED || s->cfg->url == NULL)
         return MX_EINVAL;
-    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
+    mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    if (rc == 0)
-        se_kick(s, 0.0);
-    return rc;
+    se_kick(s, 0.0);
+    return 0;
 }
 
-void mx_uprpc_sse_cancel(struct mx_uprpc *pub)
-{
-    if (pub)
-        mx_upmsg_kill((struct mx_upmsg_rpc *)(void *)pub);
-}
-
-void mx_uprpc_sse_resume(struct mx_uprpc *pub)
-{
-    mx_upmsg_resume((struct mx_upmsg_rpc *)(void *)pub);
-}
-
-void mx_upsess_sse_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
+static void sse_send(struct mx_upsess *pub, json_t *msg)
 {
     struct se *s = SE(pub);
     struct mx_upfail f;
-    if (s == NULL || s->state != SE_READY || (key && key != s->key)) {
-        if (s)
-            mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
-        return;
-    }
     if (post_start(s, P_SEND, msg, &f) == NULL) {
         mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), f.message);
         return;
     }
-    mx_upmsg_sent(&s->q, msg, s->key);
+    mx_upmsg_sent(&s->q, msg, s->base.key);
 }
+
+const struct mx_upsess_ops mx_upsess_sse_ops = {
+    .label = "legacy HTTP+SSE",
+    .subsys = SUBSYS,
+    .caps = 0,
+    .open = sse_open,
+    .close = sse_close,
+    .request = sse_request,
+    .send = sse_send,
+    .cancel = mx_upmsg_cancel,
+    .resume = mx_upmsg_resume,
+};

@@ -1,6 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Upstream sessions over stdio (see upsess_stdio.h). States:
+ * The stdio transport of upstream sessions, the row of `transport =
+ * "stdio"` (a `command` server; mx_upsess_stdio_ops): a session is one
+ * child process (child.h) speaking newline-delimited JSON-RPC (MCP
+ * 2025-06-18, Transports, stdio). Callers use the mx_upsess_* functions
+ * unchanged. Semantics, beyond upsess.h:
+ * - the process starts at the first request (or connect-only request) and
+ *   requests wait, in order, while it starts; initialize goes first, is
+ *   sent again when the process has not answered within a bound (an
+ *   installer such as `npx -y pkg` may take long and may re-exec, losing
+ *   the first line), and nothing else is written before the answer and
+ *   notifications/initialized;
+ * - a process that exits fails the requests written to it (their outcome
+ *   is unknown; never re-sent), keeps the ones not yet written waiting, and
+ *   is started again for them (or the next request), after a backoff when
+ *   it keeps failing; on_ready fires again after the new initialize;
+ * - the stdin queue has a cap: above a watermark requests wait for it to
+ *   drain, and a message that cannot fit fails;
+ * - progress notifications go to the request whose progress token they
+ *   carry; a request from the server goes to the one request in flight that
+ *   can cause one (tools/call, prompts/get, ...) when there is exactly one,
+ *   else to the session's on_message (stdio carries no other hint);
+ * - stderr goes to the log, never to the protocol (child.h).
+ * Session keys of stdio sessions have the top bit set, so they never equal
+ * the key of a session of another transport. The request table is
+ * upmsg.c's. States:
  *
  *   idle --a request waits--> starting (process spawned, initialize sent,
  *        sent again while unanswered) --answer + initialized--> ready
@@ -29,7 +53,6 @@
 #include "rand.h"
 #include "rpc.h"
 #include "upmsg.h"
-#include "upsess_stdio.h"
 
 #define SUBSYS "stdio"
 
@@ -53,20 +76,13 @@ enum ss_state {
 };
 
 struct ss {
-    enum mx_upsess_kind kind; /* first: MX_UPSESS_STDIO (upsess_stdio.h) */
-    struct mx_upsess_env *env;
+    struct mx_upsess base; /* first (upsess_int.h) */
     const struct mx_server_cfg *cfg;
-    struct mx_upsess_cbs cbs;
-    void *data;
     int refs;
     enum ss_state state;
     struct mx_child *child;
     pid_t pid;
-    uint64_t key;
-    json_t *caps;
-    json_t *init_result;
-    json_t *init_ids; /* ids of the initialize requests sent to this process */
-    char *trace_session;
+    json_t *init_ids;   /* ids of the initialize requests sent to this process */
     ev_timer kick;      /* starts and launches from the loop, never from a caller's call */
     ev_timer init_wait; /* re-sends initialize, gives up */
     double resend_s;
@@ -80,28 +96,12 @@ struct ss {
 };
 
 static uint64_t next_key = 1;
-static size_t live_cnt;
 
 static void ss_kick(struct ss *s, double after_s);
 
-size_t mx_upsess_stdio_live_cnt(void)
-{
-    return live_cnt;
-}
-
 static struct ss *SS(struct mx_upsess *s)
 {
-    return (struct ss *)(void *)s;
-}
-
-static const struct ss *CSS(const struct mx_upsess *s)
-{
-    return (const struct ss *)(const void *)s;
-}
-
-static struct mx_upsess *PUB(struct ss *s)
-{
-    return (struct mx_upsess *)(void *)s;
+    return mx_container_of(s, struct ss, base);
 }
 
 static const char *name(const struct ss *s)
@@ -130,11 +130,7 @@ static void set_state(struct ss *s, enum ss_state st)
         return;
     mx_log_debug(SUBSYS, "up:%s session %s -> %s", name(s), state_name(s->state), state_name(st));
     s->state = st;
-}
-
-static void trace(struct ss *s, const char *dir, struct mx_str msg)
-{
-    mx_trace_msg(s->env->trace, dir, name(s), s->trace_session, msg);
+    s->base.ready = st == SS_READY;
 }
 
 /* ---- lifetimes ---- */
@@ -149,12 +145,9 @@ static void ss_unref(struct ss *s)
     MX_ASSERT(s->refs > 0);
     if (--s->refs > 0)
         return;
-    json_decref(s->caps);
-    json_decref(s->init_result);
     json_decref(s->init_ids);
-    free(s->trace_session);
+    mx_upsess_base_clear(&s->base);
     free(s);
-    live_cnt--;
 }
 
 static void q_resume(void *owner)
@@ -195,8 +188,8 @@ static void start_failed(struct ss *s, const struct mx_upfail *f)
     s->failures++;
     int64_t ms =
         mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(UINT64_MAX));
-    s->retry_at = ev_now(s->env->loop) + (double)ms / 1000.0;
-    mx_upstream_note(s->env->up, MX_UPSTREAM_EV_UNREACHABLE);
+    s->retry_at = ev_now(s->base.env->loop) + (double)ms / 1000.0;
+    mx_upstream_note(s->base.env->up, MX_UPSTREAM_EV_UNREACHABLE);
     mx_log_warn(SUBSYS, "%s; next start in %.1f s at the earliest", f->message,
                 (double)ms / 1000.0);
     mx_upmsg_fail_all(&s->q, false, f);
@@ -209,19 +202,21 @@ static int write_msg(struct ss *s, const json_t *msg)
     char *text = mx_rpc_dump(msg);
     int rc = mx_child_write(s->child, text, strlen(text));
     if (rc == 0)
-        trace(s, "c2s", mx_str_cstr(text));
+        mx_upsess_trace(&s->base, "c2s", mx_str_cstr(text));
     free(text);
     return rc;
 }
 
 static void send_initialize(struct ss *s)
 {
-    char id[48];
-    snprintf(id, sizeof(id), "mcplex-init-%zu", json_array_size(s->init_ids) + 1);
-    json_t *msg = mx_upmsg_initialize(s->caps, id);
+    char buf[48];
+    snprintf(buf, sizeof(buf), "mcplex-init-%zu", json_array_size(s->init_ids) + 1);
+    json_t *id = json_string(buf);
+    json_t *msg = mx_upmsg_initialize(s->base.caps, id);
     if (write_msg(s, msg) == 0)
-        json_array_append_new(s->init_ids, json_string(id));
+        json_array_append(s->init_ids, id);
     json_decref(msg);
+    json_decref(id);
 }
 
 /* ---- the process ---- */
@@ -234,7 +229,7 @@ static const struct mx_child_cbs child_cbs = {on_line, on_drain, on_exit_cb};
 
 static void end_child(struct ss *s)
 {
-    ev_timer_stop(s->env->loop, &s->init_wait);
+    ev_timer_stop(s->base.env->loop, &s->init_wait);
     mx_child_close(s->child);
     s->child = NULL;
     s->pid = 0;
@@ -264,7 +259,7 @@ static void start_child(struct ss *s)
     o.envp = env.envp;
     o.max_line = LINE_CAP;
     o.in_cap = IN_CAP;
-    int rc = mx_child_start(s->env->loop, &o, &child_cbs, s, &s->child, why, sizeof(why));
+    int rc = mx_child_start(s->base.env->loop, &o, &child_cbs, s, &s->child, why, sizeof(why));
     free(argv);
     mx_childenv_clear(&env);
     if (rc) {
@@ -274,7 +269,7 @@ static void start_child(struct ss *s)
         return;
     }
     s->pid = mx_child_pid(s->child);
-    s->started_at = ev_now(s->env->loop);
+    s->started_at = ev_now(s->base.env->loop);
     json_decref(s->init_ids);
     s->init_ids = json_array();
     set_state(s, SS_STARTING);
@@ -284,7 +279,7 @@ static void start_child(struct ss *s)
     send_initialize(s);
     s->resend_s = INIT_RESEND_S;
     ev_timer_set(&s->init_wait, s->resend_s, 0.0);
-    ev_timer_start(s->env->loop, &s->init_wait);
+    ev_timer_start(s->base.env->loop, &s->init_wait);
 }
 
 static long init_limit_ms(const struct ss *s)
@@ -337,24 +332,24 @@ static void init_answered(struct ss *s, json_t *msg)
         start_failed(s, &f);
         return;
     }
-    ev_timer_stop(s->env->loop, &s->init_wait);
-    json_decref(s->init_result);
-    s->init_result = json_incref(result);
+    ev_timer_stop(s->base.env->loop, &s->init_wait);
+    json_decref(s->base.init_result);
+    s->base.init_result = json_incref(result);
     /* MCP 2025-06-18, Lifecycle: initialized before anything else */
     json_t *note = mx_upmsg_initialized();
     write_msg(s, note);
     json_decref(note);
-    s->key = KEY_BIT | next_key++;
-    s->ready_at = ev_now(s->env->loop);
+    s->base.key = KEY_BIT | next_key++;
+    s->ready_at = ev_now(s->base.env->loop);
     set_state(s, SS_READY);
-    mx_upstream_note(s->env->up, MX_UPSTREAM_EV_OK);
+    mx_upstream_note(s->base.env->up, MX_UPSTREAM_EV_OK);
     mx_log_info(SUBSYS, "up:%s ready (pid %d, MCP %s, %.1f s to start)", name(s), (int)s->pid,
                 json_string_value(json_object_get(result, "protocolVersion")),
                 s->ready_at - s->started_at);
     ss_ref(s);
     launch_waiting(s);
-    if (s->state == SS_READY && s->cbs.on_ready)
-        s->cbs.on_ready(PUB(s), s->init_result, s->data);
+    if (s->state == SS_READY && s->base.cbs.on_ready)
+        s->base.cbs.on_ready(&s->base, s->base.init_result, s->base.data);
     ss_unref(s);
 }
 
@@ -366,10 +361,10 @@ static void on_exit_cb(struct mx_child *c, int status, void *data)
     (void)c;
     describe_status(status, how, sizeof(how));
     enum ss_state was = s->state;
-    ev_tstamp now = ev_now(s->env->loop);
+    ev_tstamp now = ev_now(s->base.env->loop);
     ss_ref(s);
     end_child(s);
-    s->key = 0;
+    s->base.key = 0;
     set_state(s, SS_IDLE);
     if (was == SS_STARTING) {
         mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", &f, "%s while starting",
@@ -415,7 +410,7 @@ static void reply_ping(struct ss *s, json_t *msg)
 
 static void junk_line(struct ss *s, const char *what)
 {
-    ev_tstamp now = ev_now(s->env->loop);
+    ev_tstamp now = ev_now(s->base.env->loop);
     s->junk++;
     if (s->junk == 1 || now - s->junk_warned_at >= JUNK_WARN_S) {
         mx_log_warn(SUBSYS, "up:%s wrote %s on stdout; ignored (%lu such lines so far)", name(s),
@@ -459,15 +454,15 @@ static void handle_msg(struct ss *s, json_t *msg)
         }
         /* stdio says nothing of which request a server's request belongs
          * to: mx_upmsg_route guesses only when one request can have asked */
-        if (mx_upmsg_route(&s->q, msg, s->key))
+        if (mx_upmsg_route(&s->q, msg, s->base.key))
             return;
         break;
     case MX_RPC_INVALID:
         junk_line(s, "JSON that is not JSON-RPC");
         return;
     }
-    if (s->cbs.on_message)
-        s->cbs.on_message(PUB(s), s->key, msg, s->data);
+    if (s->base.cbs.on_message)
+        s->base.cbs.on_message(&s->base, s->base.key, msg, s->base.data);
 }
 
 static bool looks_like_json(struct mx_str t)
@@ -490,7 +485,7 @@ static int on_line(struct mx_child *c, struct mx_str line, void *data)
         junk_line(s, "a line that is not JSON-RPC");
         return 0;
     }
-    trace(s, "s2c", t);
+    mx_upsess_trace(&s->base, "s2c", t);
     ss_ref(s);
     if (json_is_object(msg)) {
         handle_msg(s, msg);
@@ -536,9 +531,9 @@ static void launch_waiting(struct ss *s)
         char *text = mx_rpc_dump(r->msg);
         int rc = mx_child_write(s->child, text, strlen(text));
         if (rc == 0) {
-            trace(s, "c2s", mx_str_cstr(text));
+            mx_upsess_trace(&s->base, "c2s", mx_str_cstr(text));
             r->sent = true;
-            r->key = s->key;
+            r->key = s->base.key;
         }
         free(text);
         if (rc == MX_ELIMIT && mx_child_queued(s->child) > 0)
@@ -575,20 +570,14 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void ss_kick(struct ss *s, double after_s)
 {
-    if (ev_is_active(&s->kick)) {
-        if (after_s > 0.0)
-            return; /* already due, sooner or as soon */
-        ev_timer_stop(s->env->loop, &s->kick);
-    }
-    ev_timer_set(&s->kick, after_s, 0.0);
-    ev_timer_start(s->env->loop, &s->kick);
+    mx_upmsg_kick(s->base.env->loop, &s->kick, after_s);
 }
 
 static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
 {
     struct ss *s = owner;
     struct mx_upfail f;
-    if (r->sent && r->key == s->key && s->state == SS_READY) {
+    if (r->sent && r->key == s->base.key && s->state == SS_READY) {
         /* MCP 2025-06-18, Cancellation: tell it to stop working on it */
         json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
         write_msg(s, note);
@@ -606,103 +595,67 @@ static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
     mx_upmsg_finish(r, NULL, &f);
 }
 
-/* ---- public ---- */
+/* ---- the ops (upsess_int.h) ---- */
 
-struct mx_upsess *mx_upsess_stdio_new(struct mx_upsess_env *env, const json_t *caps,
-                                      const char *trace_session, const struct mx_upsess_cbs *cbs,
-                                      void *data)
+static struct mx_upsess *stdio_open(struct mx_upsess_env *env, const json_t *caps,
+                                    const char *trace_session, const struct mx_upsess_cbs *cbs,
+                                    void *data)
 {
     struct ss *s = mx_xcalloc(1, sizeof(*s));
-    s->kind = MX_UPSESS_STDIO;
-    s->env = env;
+    mx_upsess_base_init(&s->base, &mx_upsess_stdio_ops, env, caps, trace_session, cbs, data);
     s->cfg = env->up->cfg;
-    s->cbs = *cbs;
-    s->data = data;
     s->refs = 1;
     s->state = SS_IDLE;
-    s->caps = caps ? json_deep_copy(caps) : json_object();
     s->init_ids = json_array();
-    s->trace_session = trace_session ? mx_xstrdup(trace_session) : NULL;
     ev_init(&s->kick, kick_cb);
     ev_init(&s->init_wait, init_wait_cb);
-    mx_upmsg_q_init(&s->q, env->loop, MX_UPSESS_STDIO, s->cfg, &q_ops, s);
-    live_cnt++;
-    return PUB(s);
+    mx_upmsg_q_init(&s->q, env->loop, &mx_upsess_stdio_ops, s->cfg, &q_ops, s);
+    return &s->base;
 }
 
-void mx_upsess_stdio_close(struct mx_upsess *pub)
+static void stdio_close(struct mx_upsess *pub)
 {
     struct ss *s = SS(pub);
-    if (s == NULL || s->state == SS_CLOSED)
+    if (s->state == SS_CLOSED)
         return;
     set_state(s, SS_CLOSED);
-    ev_timer_stop(s->env->loop, &s->kick);
+    ev_timer_stop(s->base.env->loop, &s->kick);
     end_child(s);
     mx_upmsg_kill_all(&s->q);
     ss_unref(s);
 }
 
-uint64_t mx_upsess_stdio_key(const struct mx_upsess *pub)
-{
-    const struct ss *s = CSS(pub);
-    return s && s->state == SS_READY ? s->key : 0;
-}
-
-bool mx_upsess_stdio_is_ready(const struct mx_upsess *pub)
-{
-    const struct ss *s = CSS(pub);
-    return s && s->state == SS_READY;
-}
-
-json_t *mx_upsess_stdio_init_result(const struct mx_upsess *pub)
-{
-    const struct ss *s = CSS(pub);
-    return s ? s->init_result : NULL;
-}
-
-int mx_upsess_stdio_pid(const struct mx_upsess *pub)
-{
-    const struct ss *s = CSS(pub);
-    return s && s->child ? (int)s->pid : 0;
-}
-
-int mx_upsess_stdio_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
-                            const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
+static int stdio_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
+                         const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
 {
     struct ss *s = SS(pub);
-    *out = NULL;
-    if (s == NULL || s->state == SS_CLOSED)
+    if (s->state == SS_CLOSED)
         return MX_EINVAL;
-    int rc = mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
+    mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
     /* from the loop: no callback may run from inside this call */
-    if (rc == 0)
-        ss_kick(s, 0.0);
-    return rc;
+    ss_kick(s, 0.0);
+    return 0;
 }
 
-void mx_uprpc_stdio_cancel(struct mx_uprpc *pub)
-{
-    if (pub)
-        mx_upmsg_kill((struct mx_upmsg_rpc *)(void *)pub);
-}
-
-void mx_uprpc_stdio_resume(struct mx_uprpc *pub)
-{
-    mx_upmsg_resume((struct mx_upmsg_rpc *)(void *)pub);
-}
-
-void mx_upsess_stdio_send(struct mx_upsess *pub, json_t *msg, uint64_t key)
+static void stdio_send(struct mx_upsess *pub, json_t *msg)
 {
     struct ss *s = SS(pub);
-    if (s == NULL || s->state != SS_READY || (key && key != s->key)) {
-        if (s)
-            mx_log_debug(SUBSYS, "up:%s message for a session that is gone; dropped", name(s));
-        return;
-    }
     int rc = write_msg(s, msg);
     if (rc) {
         mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), mx_strerror(rc));
         return;
     }
-    mx_upmsg_sent(&s->q, msg, s->key);
+    mx_upmsg_sent(&s->q, msg, s->base.key);
 }
+
+const struct mx_upsess_ops mx_upsess_stdio_ops = {
+    .label = "stdio",
+    .subsys = SUBSYS,
+    .caps = 0,
+    .open = stdio_open,
+    .close = stdio_close,
+    .request = stdio_request,
+    .send = stdio_send,
+    .cancel = mx_upmsg_cancel,
+    .resume = mx_upmsg_resume,
+};

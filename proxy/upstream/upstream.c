@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Upstream health state machine. */
+/* Upstream health state machine, and the reports to its observer. */
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
-#include "metrics.h"
 #include "upstream.h"
 
 static void url_host(const char *url, char *out, size_t cap)
@@ -61,11 +60,13 @@ static void set_state(struct mx_upstream *u, enum mx_upstream_state s)
     mx_log_info("upstream", "up:%s %s -> %s", u->cfg->name, mx_upstream_state_name(u->state),
                 mx_upstream_state_name(s));
     /* Every wake starts and ends here, whichever path noticed it. */
-    if (s == MX_UPSTREAM_WAKING)
-        mx_metrics_wake_start(u->metrics, u->metrics_slot);
-    else if (u->state == MX_UPSTREAM_WAKING)
-        mx_metrics_wake_end(u->metrics, u->metrics_slot, ev_time() - u->waking_since,
-                            s == MX_UPSTREAM_DOWN ? MX_METRICS_NO_WAKE : MX_METRICS_WOKE);
+    if (s == MX_UPSTREAM_WAKING) {
+        if (u->obs && u->obs->wake_start)
+            u->obs->wake_start(u, u->obs_data);
+    } else if (u->state == MX_UPSTREAM_WAKING) {
+        if (u->obs && u->obs->wake_end)
+            u->obs->wake_end(u, ev_time() - u->waking_since, s != MX_UPSTREAM_DOWN, u->obs_data);
+    }
     u->state = s;
     u->since = time(NULL);
 }
@@ -102,4 +103,23 @@ enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, 
             return MX_UPSTREAM_EV_NOT_AWAKE;
     }
     return MX_UPSTREAM_EV_OK;
+}
+
+void mx_upstream_report_retry(struct mx_upstream *u)
+{
+    if (u->obs && u->obs->retry)
+        u->obs->retry(u, u->obs_data);
+}
+
+void mx_upstream_report_bytes(struct mx_upstream *u, uint64_t sent, uint64_t received)
+{
+    if (u->obs && u->obs->bytes)
+        u->obs->bytes(u, sent, received, u->obs_data);
+}
+
+void mx_upstream_report_msg(struct mx_upstream *u, const char *dir, const char *session,
+                            struct mx_str msg)
+{
+    if (u->obs && u->obs->traced)
+        u->obs->traced(u, dir, session, msg, u->obs_data);
 }

@@ -2,7 +2,9 @@
 /*
  * One configured upstream server at run time: its health state machine
  * (unknown → up / waking / down / auth-failed), the time of the last change
- * and counters. Transitions happen in one function and are logged.
+ * and counters. Transitions happen in one function and are logged. It also
+ * owns the upstream observer: how the upstream layer tells the layers above
+ * (ops: metrics and the trace) what happened, without including them.
  */
 #ifndef MX_UPSTREAM_H
 #define MX_UPSTREAM_H
@@ -14,9 +16,11 @@
 #include <ev.h>
 
 #include "model.h"
+#include "str.h"
 
 struct mx_metrics;
 struct mx_cfg_gen;
+struct mx_upstream;
 struct mx_upool;
 struct mx_upcall;
 
@@ -26,6 +30,30 @@ enum mx_upstream_state {
     MX_UPSTREAM_WAKING = 2,
     MX_UPSTREAM_DOWN = 3,
     MX_UPSTREAM_AUTH_FAILED = 4,
+};
+
+/*
+ * What the upstream layer reports, installed with the upstream by the code
+ * that makes it (ops/reload.c: metrics and the trace). Every callback is
+ * optional, and an upstream without an observer reports nothing (tests).
+ * |data| is the observer's own. Callbacks only count or record: they never
+ * call back into the upstream layer.
+ */
+struct mx_upstream_obs {
+    /* An attempt failed before it reached the sandbox and will be sent again. */
+    void (*retry)(struct mx_upstream *u, void *data);
+    /* Body bytes sent to / received from the upstream (every attempt). */
+    void (*bytes)(struct mx_upstream *u, uint64_t sent, uint64_t received, void *data);
+    /* A wake began (the upstream entered the waking state). */
+    void (*wake_start)(struct mx_upstream *u, void *data);
+    /* A wake ended after |duration_s|: |woke| the sandbox answered, or it
+     * went down instead. */
+    void (*wake_end)(struct mx_upstream *u, double duration_s, bool woke, void *data);
+    /* One JSON-RPC message crossed to or from this upstream: |dir| "c2s" or
+     * "s2c", |session| the label of the upstream session (may be NULL),
+     * |msg| its text (borrowed for the call). */
+    void (*traced)(struct mx_upstream *u, const char *dir, const char *session, struct mx_str msg,
+                   void *data);
 };
 
 /* What a finished upstream exchange tells about the server. */
@@ -71,7 +99,11 @@ struct mx_upstream {
     struct mx_upcall *streams; /* calls with on_idle */
     size_t calls;              /* other calls, in any state */
 
-    struct mx_metrics *metrics; /* borrowed; NULL: not counted (metrics.h) */
+    const struct mx_upstream_obs *obs; /* borrowed; NULL: nothing reported */
+    void *obs_data;
+    /* The ops layer's (metrics.h), kept here for its own use (/health, the
+     * calls front counts); the upstream layer never reads them. */
+    struct mx_metrics *metrics;
     size_t metrics_slot;
 };
 
@@ -96,5 +128,11 @@ const char *mx_upstream_state_name(enum mx_upstream_state s);
 void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev);
 /* Classify an HTTP status from the upstream. */
 enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, long status);
+
+/* Tell |u|'s observer (struct mx_upstream_obs; nothing without one). */
+void mx_upstream_report_retry(struct mx_upstream *u);
+void mx_upstream_report_bytes(struct mx_upstream *u, uint64_t sent, uint64_t received);
+void mx_upstream_report_msg(struct mx_upstream *u, const char *dir, const char *session,
+                            struct mx_str msg);
 
 #endif

@@ -195,7 +195,7 @@ static void world_init(void)
     gw->upstreams[0]->retired = true;
     gw->uclient = mx_uclient_new(w->loop);
     struct mx_front_env env = {w->loop,     w->cfg, gw->upstreams, gw->upstream_cnt,
-                               gw->uclient, NULL,   {0},           NULL};
+                               gw->uclient, {0},    NULL};
     w->m = mx_mcp_new(&env);
     gw->mcp = w->m;
     struct world_resp r;

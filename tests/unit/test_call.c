@@ -454,8 +454,8 @@ static int setup(void **state)
     mx_upstream_init(&W.up, &W.cfg->servers[0]);
     W.up.idx = 0;
     W.ups[0] = &W.up;
-    struct mx_front_env env = {
-        W.loop, W.cfg, W.ups, 1, NULL, NULL, {on_done, NULL, on_dropped, NULL}, &fake_ops};
+    struct mx_front_env env = {W.loop,   W.cfg, W.ups, 1, NULL, {on_done, NULL, on_dropped, NULL},
+                               &fake_ops};
     W.m = mx_mcp_new(&env);
     return 0;
 }
