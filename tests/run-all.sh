@@ -7,6 +7,7 @@
 #   3. clang Debug build with ASan+UBSan and -Werror into build-asan/, ctest
 #   4. clang-format --dry-run --Werror over the C sources
 #   5. a grep for banned libc functions
+#   6. the include rule (tests/check-includes.sh, ARCHITECTURE.md)
 # MX_BUILD_DIR_PREFIX (default "build") names the build directories:
 # <prefix>/, <prefix>-asan/ and <prefix>-logs/.
 #
@@ -190,6 +191,18 @@ step_fuzz() {
     fi
 }
 
+step_includes() {
+    local t0=$SECONDS
+    note "include rule (tests/check-includes.sh)"
+    if tests/check-includes.sh; then
+        record include-rule ok $((SECONDS - t0))
+        TESTS_PASSED=$((TESTS_PASSED + 1))
+    else
+        record include-rule FAIL $((SECONDS - t0)) "see ARCHITECTURE.md, Layers"
+        TESTS_FAILED=$((TESTS_FAILED + 1))
+    fi
+}
+
 START=$SECONDS
 step_setup
 
@@ -206,6 +219,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 step_fuzz
 step_format
 step_banned
+step_includes
 
 note "summary ($((SECONDS - START)) s)"
 printf '%s\n' "${SUMMARY[@]}"
