@@ -48,6 +48,7 @@
 #include "alloc.h"
 #include "err.h"
 #include "harness.h"
+#include "num.h"
 
 /* One gron, certutil, s_server start or Chromium run; Chromium takes about 2 s here. */
 #define RUN_TIMEOUT_MS 60000
@@ -331,8 +332,11 @@ static int run_procs(const struct run *run, pid_t *pids, int cap)
         free(line);
         if (!parsed || state == 'Z')
             continue;
+        int64_t pid = 0;
+        if (mx_num_parse(e->d_name, strlen(e->d_name), 1, INT32_MAX, &pid) != 0)
+            continue;
         if (pgid == (long)run->pgid || environ_has(e->d_name, run->marker))
-            pids[n++] = (pid_t)atoi(e->d_name);
+            pids[n++] = (pid_t)pid;
     }
     closedir(d);
     return n;
