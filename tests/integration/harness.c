@@ -1309,6 +1309,17 @@ int mx_it_setup(void **state)
     }
     test_dir = tmpl;
     test_passed = false;
+    /* Every process a test starts has the test directory as its home: the
+     * default state_dir (catalogue, certs) and config path of one test never
+     * reach another's, nor the user's. */
+    char *xdg = mx_xasprintf("%s/.config", tmpl);
+    if (setenv("HOME", tmpl, 1) != 0 || setenv("XDG_CONFIG_HOME", xdg, 1) != 0 ||
+        unsetenv("XDG_STATE_HOME") != 0) {
+        say("setenv: %s", strerror(errno));
+        free(xdg);
+        return -1;
+    }
+    free(xdg);
     return 0;
 }
 
