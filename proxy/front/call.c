@@ -42,7 +42,8 @@ static size_t live_cnt;
 const struct mx_call_upops mx_call_upsess = {
     mx_upsess_new,         mx_upsess_close,   mx_upsess_key,       mx_upsess_is_ready,
     mx_upsess_init_result, mx_upsess_request, mx_uprpc_cancel,     mx_uprpc_resume,
-    mx_uprpc_input_key,    mx_upsess_send,    mx_upsess_env_clear,
+    mx_uprpc_input_key,    mx_upsess_send,    mx_upsess_env_clear, mx_uprpc_want_raw,
+    mx_uprpc_raw_result,
 };
 
 size_t mx_call_live_cnt(void)
@@ -388,9 +389,16 @@ static void on_drain(struct mx_req *req, void *data)
 
 /* ---- answers ---- */
 
-static void trace_out(struct mx_call *c, const char *text)
+/* Answer with the JSON |text| (the request is attached). */
+static void respond_text(struct mx_call *c, int status, const struct mx_hdr_out *hdrs, size_t n,
+                         struct mx_str text)
 {
-    mx_callhub_trace(c->hub, "s2c", c->trace_session, mx_str_cstr(text));
+    mx_callhub_trace(c->hub, "s2c", c->trace_session, text);
+    struct mx_req *req = take_req(c);
+    mx_call_hold(c);
+    mx_req_respond(req, status, hdrs, n, "application/json", text.p, text.len);
+    finish(c, status, true);
+    mx_call_release(c);
 }
 
 void mx_call_json(struct mx_call *c, int status, json_t *body, const struct mx_hdr_out *hdrs,
@@ -402,13 +410,8 @@ void mx_call_json(struct mx_call *c, int status, json_t *body, const struct mx_h
     }
     char *text = mx_rpc_dump(body);
     json_decref(body);
-    trace_out(c, text);
-    struct mx_req *req = take_req(c);
-    mx_call_hold(c);
-    mx_req_respond(req, status, hdrs, n, "application/json", text, strlen(text));
+    respond_text(c, status, hdrs, n, mx_str_cstr(text));
     free(text);
-    finish(c, status, true);
-    mx_call_release(c);
 }
 
 void mx_call_result(struct mx_call *c, json_t *result)
@@ -456,25 +459,22 @@ void mx_call_handoff(struct mx_call *c, int status)
     mx_call_release(c);
 }
 
-int mx_call_send(struct mx_call *c, const json_t *msg)
+/* Send the JSON |text| (one line) as an event of the call's answer, which
+ * becomes SSE. As mx_call_send. */
+static int send_text(struct mx_call *c, struct mx_str text)
 {
     if (c->ended || c->req == NULL)
         return MX_ECLOSED;
-    mx_call_hold(c);
-    int rc = 0;
     if (!c->sse) {
         if (mx_sse_start(c->req) != 0) {
             c->req = NULL; /* gone: on_abort will not come */
             client_gone(c);
-            rc = MX_ECLOSED;
-            goto out;
+            return MX_ECLOSED;
         }
         c->sse = true;
     }
-    char *text = mx_rpc_dump(msg);
-    trace_out(c, text);
-    rc = mx_sse_write_event(c->req, mx_str_cstr(text), SSE_OUT_CAP);
-    free(text);
+    mx_callhub_trace(c->hub, "s2c", c->trace_session, text);
+    int rc = mx_sse_write_event(c->req, text, SSE_OUT_CAP);
     if (rc == MX_ELIMIT) {
         mx_log_warn(SUBSYS, "a message over %u bytes for a client was dropped", SSE_OUT_CAP);
         rc = 0;
@@ -485,9 +485,34 @@ int mx_call_send(struct mx_call *c, const json_t *msg)
         client_gone(c);
         rc = MX_ECLOSED;
     }
-out:
+    return rc;
+}
+
+int mx_call_send(struct mx_call *c, const json_t *msg)
+{
+    if (c->ended || c->req == NULL)
+        return MX_ECLOSED;
+    mx_call_hold(c);
+    char *text = mx_rpc_dump(msg);
+    int rc = send_text(c, mx_str_cstr(text));
+    free(text);
     mx_call_release(c);
     return rc;
+}
+
+/* The final answer |text|: the last event of an SSE answer, else JSON
+ * with |status|. */
+static void reply_text(struct mx_call *c, struct mx_str text, int status)
+{
+    mx_call_hold(c);
+    if (!c->sse) {
+        respond_text(c, status, NULL, 0, text);
+    } else if (send_text(c, text) != MX_ECLOSED && c->req) {
+        struct mx_req *req = take_req(c);
+        mx_req_end(req);
+        finish(c, 200, true);
+    }
+    mx_call_release(c);
 }
 
 void mx_call_reply(struct mx_call *c, json_t *payload, bool is_error, int status)
@@ -497,18 +522,33 @@ void mx_call_reply(struct mx_call *c, json_t *payload, bool is_error, int status
     json_t *r = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
                           c->client_id ? c->client_id : json_null(), is_error ? "error" : "result",
                           payload);
-    mx_call_hold(c);
-    if (c->sse) {
-        if (mx_call_send(c, r) != MX_ECLOSED && c->req) {
-            struct mx_req *req = take_req(c);
-            mx_req_end(req);
-            finish(c, 200, true);
-        }
-        json_decref(r);
-    } else {
-        mx_call_json(c, status, r, NULL, 0);
-    }
-    mx_call_release(c);
+    char *text = mx_rpc_dump(r);
+    json_decref(r);
+    reply_text(c, mx_str_cstr(text), status);
+    free(text);
+}
+
+/* The result |raw| as it came, with the client's id. */
+static void reply_raw(struct mx_call *c, struct mx_str raw)
+{
+    if (c->req == NULL)
+        return;
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    char *id = c->client_id ? mx_rpc_dump(c->client_id) : NULL;
+    struct mx_str ids = id ? mx_str_cstr(id) : MX_STR_LIT("null");
+    size_t len = sizeof(head) - 1 + ids.len + sizeof(mid) - 1 + raw.len + 1;
+    char *text = mx_xmalloc(len), *w = text;
+    memcpy(w, head, sizeof(head) - 1);
+    w += sizeof(head) - 1;
+    memcpy(w, ids.p, ids.len);
+    w += ids.len;
+    memcpy(w, mid, sizeof(mid) - 1);
+    w += sizeof(mid) - 1;
+    memcpy(w, raw.p, raw.len);
+    w[raw.len] = '}';
+    free(id);
+    reply_text(c, mx_str_make(text, len), 200);
+    free(text);
 }
 
 /* ---- the upstream side ---- */
@@ -639,8 +679,10 @@ static int rpc_message(struct mx_uprpc *rpc, uint64_t key, json_t *msg, void *da
     return rc;
 }
 
-/* The upstream answered |resp| or failed with |fail|. */
-static void deliver(struct mx_call *c, json_t *resp, const struct mx_upfail *fail)
+/* The upstream answered |resp| (its result as bytes in |raw| when
+ * raw.p) or failed with |fail|. */
+static void deliver(struct mx_call *c, json_t *resp, struct mx_str raw,
+                    const struct mx_upfail *fail)
 {
     const struct mx_call_view *v = c->view;
     ev_timer_stop(c->hub->loop, &c->wait_tick);
@@ -652,6 +694,19 @@ static void deliver(struct mx_call *c, json_t *resp, const struct mx_upfail *fai
         call_end(c);
         mx_call_release(c);
         return;
+    }
+    if (raw.p && c->req && v && v->answer_raw && v->answer_raw(c)) {
+        reply_raw(c, raw);
+        mx_call_release(c);
+        return;
+    }
+    json_t *full = NULL;
+    if (raw.p) {
+        /* it goes the parsed way after all */
+        json_t *result = json_loadb(raw.p, raw.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        full = json_copy(resp);
+        json_object_set_new(full, "result", result ? result : json_object());
+        resp = full;
     }
     bool is_error = false;
     int status = 200;
@@ -675,15 +730,17 @@ static void deliver(struct mx_call *c, json_t *resp, const struct mx_upfail *fai
         call_end(c);
     }
     json_decref(payload);
+    json_decref(full);
     mx_call_release(c);
 }
 
 static void rpc_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail, void *data)
 {
     struct mx_call *c = data;
-    (void)rpc;
+    const struct mx_call_upops *ops = &c->hub->ops;
+    struct mx_str raw = resp && ops->raw_result ? ops->raw_result(rpc) : mx_str_make(NULL, 0);
     c->rpc = NULL;
-    deliver(c, resp, fail);
+    deliver(c, resp, raw, fail);
 }
 
 static const struct mx_uprpc_cbs rpc_cbs = {rpc_message, rpc_done, rpc_wait};
@@ -727,7 +784,9 @@ int mx_call_route(struct mx_call *c, struct mx_call_via *via, size_t up_idx, str
         struct mx_upfail fail;
         c->rpc = NULL;
         mx_upfail_proto(up->cfg, "its session is closed", &fail);
-        deliver(c, NULL, &fail);
+        deliver(c, NULL, mx_str_make(NULL, 0), &fail);
+    } else if (c->view && c->view->answer_raw && h->ops.want_raw) {
+        h->ops.want_raw(c->rpc);
     }
     return rc;
 }

@@ -55,6 +55,9 @@ struct mx_call_upops {
     const char *(*input_key)(const struct mx_uprpc *r, const json_t *id);
     void (*send)(struct mx_upsess *s, json_t *msg, uint64_t key);
     void (*env_clear)(struct mx_upsess_env *env);
+    /* results as bytes (mx_uprpc_want_raw); both may be NULL: never */
+    void (*want_raw)(struct mx_uprpc *r);
+    struct mx_str (*raw_result)(const struct mx_uprpc *r);
 };
 
 extern const struct mx_call_upops mx_call_upsess;
@@ -164,6 +167,12 @@ struct mx_call_view {
      * and the HTTP status of a JSON answer in |*status| (200 when left). */
     json_t *(*answer)(struct mx_call *c, json_t *resp, const struct mx_upfail *fail, bool *is_error,
                       int *status);
+    /* The upstream's result came as bytes that can go to the client as
+     * they are (struct mx_call_upops.raw_result): do what answer() does for
+     * a result and return true, or return false (nothing done) and the
+     * result is parsed and given to answer(). NULL: results always come
+     * parsed. */
+    bool (*answer_raw)(struct mx_call *c);
     /* The answer came while no client request waits (mx_call_detach):
      * keep |payload| (borrowed) for the next one and return true, or return
      * false and the call ends. */

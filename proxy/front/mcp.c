@@ -169,6 +169,18 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     return result;
 }
 
+/* A result that passes as it came: nothing of it changes for a 2025
+ * client (the upstream layer checked it has no 2026 members), and a
+ * subscription's bookkeeping needs the parsed way. */
+static bool lcall_answer_raw(struct mx_call *c)
+{
+    struct lcall *lc = lcall_of(c);
+    if (lc->sub_op != 0)
+        return false;
+    mcp_up_note_ok(lc->u);
+    return true;
+}
+
 static void lcall_ended(struct mx_call *c)
 {
     lcall_of(c)->s->busy--;
@@ -187,6 +199,7 @@ static const struct mx_call_view legacy_view = {
     .broadcast = lcall_unsolicited,
     .wants_log = lcall_wants_log,
     .answer = lcall_answer,
+    .answer_raw = lcall_answer_raw,
     .ended = lcall_ended,
     .clear = lcall_clear,
     .pass_other = true,

@@ -146,6 +146,16 @@ void mx_uprpc_resume(struct mx_uprpc *r)
         r->ops->resume(r);
 }
 
+void mx_uprpc_want_raw(struct mx_uprpc *r)
+{
+    r->want_raw = true;
+}
+
+struct mx_str mx_uprpc_raw_result(const struct mx_uprpc *r)
+{
+    return r->raw;
+}
+
 const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id)
 {
     if (r == NULL || r->ops->input_key == NULL)

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "model.h"
+#include "str.h"
 #include "uclient.h"
 #include "upreq.h"
 #include "upstream.h"
@@ -133,6 +134,17 @@ int mx_upsess_request(struct mx_upsess *s, json_t *msg, long timeout_ms,
 void mx_uprpc_cancel(struct mx_uprpc *r);
 /* Read its stream again after on_message returned MX_EAGAIN. */
 void mx_uprpc_resume(struct mx_uprpc *r);
+/*
+ * The caller can take a plain result as the bytes that came. A transport
+ * that supports it may then deliver, to on_done, a |resp| with "jsonrpc"
+ * and "id" but no "result", and the result in mx_uprpc_raw_result(): one
+ * JSON value the full parser accepts, holding no CR or LF, and (an object)
+ * with none of the members a 2025 answer drops (resultType, ttlMs,
+ * cacheScope, _meta). Anything else comes parsed, as without this.
+ */
+void mx_uprpc_want_raw(struct mx_uprpc *r);
+/* During on_done: the result as bytes, or {NULL, 0} when |resp| has it. */
+struct mx_str mx_uprpc_raw_result(const struct mx_uprpc *r);
 /* For a question of a 2026-07-28 upstream's input_required result, which
  * the request delivered to on_message with id |id|: the upstream's key for
  * it (borrowed, valid while the question is open), else NULL. */

@@ -36,6 +36,7 @@
 
 #include "alloc.h"
 #include "err.h"
+#include "jscan.h"
 #include "log.h"
 #include "rpc.h"
 #include "up2026.h"
@@ -645,8 +646,44 @@ static void handle_msg(struct mx_uph_op *op, json_t *msg)
         s->base.cbs.on_message(&s->base, op->key, msg, s->base.data);
 }
 
+/*
+ * The answer of a plain request whose caller takes results as bytes
+ * (mx_uprpc_want_raw), checked without a tree: handed on as {"jsonrpc",
+ * "id"} with the result's bytes beside it. False: |text| is anything else,
+ * or undecided; it is parsed in full.
+ */
+static bool raw_answer(struct mx_uph_op *op, struct mx_str text)
+{
+    static const char *const keys[] = {"jsonrpc", "id", "result", "error", "method"};
+    static const char *const dropped[] = {"resultType", "ttlMs", "cacheScope", "_meta"};
+    struct mx_str v[5], d[4];
+    struct mx_uph_rpc *r = op->rpc;
+    char id[24];
+    if (op->kind != MX_UPH_OP_RPC || op->answered || r == NULL || !r->base.want_raw ||
+        op->s->modern || r->round != 0 || !json_is_integer(op->id))
+        return false;
+    if (!mx_jscan_object(text, keys, 5, v) || v[2].p == NULL || v[3].p || v[4].p ||
+        !mx_str_eq(v[0], MX_STR_LIT("\"2.0\"")))
+        return false;
+    int n = snprintf(id, sizeof(id), "%" JSON_INTEGER_FORMAT, json_integer_value(op->id));
+    if (!mx_str_eq(v[1], mx_str_make(id, (size_t)n)) || mx_jscan_has_newline(v[2]))
+        return false;
+    if (v[2].p[0] == '{' &&
+        (!mx_jscan_object(v[2], dropped, 4, d) || d[0].p || d[1].p || d[2].p || d[3].p))
+        return false;
+    mx_upsess_trace(&op->s->base, "s2c", text);
+    json_t *msg = json_pack("{s:s, s:O}", "jsonrpc", "2.0", "id", op->id);
+    op->answered = true;
+    r->base.raw = v[2];
+    mx_uph_rpc_finish(r, msg, NULL);
+    json_decref(msg);
+    return true;
+}
+
 static void handle_text(struct mx_uph_op *op, struct mx_str text)
 {
+    if (raw_answer(op, text))
+        return;
     json_t *msg = mx_rpc_parse(text);
     if (msg == NULL) {
         mx_log_debug(SUBSYS, "up:%s sent a message that is not JSON; ignored", mx_uph_name(op->s));

@@ -74,6 +74,8 @@ struct mx_upsess {
 /* The first member of every request object. */
 struct mx_uprpc {
     const struct mx_upsess_ops *ops;
+    bool want_raw;     /* mx_uprpc_want_raw() */
+    struct mx_str raw; /* during on_done: the result as bytes (mx_uprpc_raw_result) */
 };
 
 /* Fill |s| for a new session of |ops| (|caps| and |trace_session| are

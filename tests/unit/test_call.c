@@ -64,6 +64,8 @@ struct mx_uprpc {
     bool done;
     bool autonomous; /* answered by the fake from the loop */
     int resumed;
+    bool want_raw;     /* the caller takes results as bytes */
+    struct mx_str raw; /* the result as bytes while on_done runs */
 };
 
 #define MAX_FAKES 64
@@ -206,9 +208,19 @@ static void f_env_clear(struct mx_upsess_env *env)
     env->tool_params = NULL;
 }
 
+static void f_want_raw(struct mx_uprpc *r)
+{
+    r->want_raw = true;
+}
+
+static struct mx_str f_raw_result(const struct mx_uprpc *r)
+{
+    return r->raw;
+}
+
 static const struct mx_call_upops fake_ops = {
-    f_open,   f_close,  f_key,       f_is_ready, f_init_result, f_request,
-    f_cancel, f_resume, f_input_key, f_send,     f_env_clear,
+    f_open,   f_close,     f_key,  f_is_ready,  f_init_result, f_request,    f_cancel,
+    f_resume, f_input_key, f_send, f_env_clear, f_want_raw,    f_raw_result,
 };
 
 /* The call the test drives: the last tools/call sent upstream. */
@@ -506,6 +518,10 @@ static void open_session(const char *path, char *sid)
 #define SLOW_CALL                                                                                  \
     "{\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"method\":\"tools/call\",\"params\":{\"name\":"          \
     "\"slow\",\"arguments\":{},\"_meta\":{\"progressToken\":\"tok\"}}}"
+
+#define ECHO_CALL                                                                                  \
+    "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"                \
+    "\"echo\",\"arguments\":{}}}"
 
 /* A 2025 session at /mcp with |body| (a tools/call) on its way upstream:
  * the call as the upstream got it. */
@@ -839,6 +855,53 @@ static void test_call_scoped(void **state)
     resp_free(&r);
 }
 
+/* The upstream's result as bytes (what upsess_http.c gives for a plain
+ * answer): {"jsonrpc","id"} with the result beside it. */
+static void upstream_answer_raw(struct mx_uprpc *rpc, const char *raw)
+{
+    json_t *resp = json_pack("{s:s, s:I}", "jsonrpc", "2.0", "id", up_id_of(rpc));
+    assert_true(rpc->want_raw);
+    rpc->done = true;
+    rpc->raw = mx_str_cstr(raw);
+    rpc->cbs->on_done(rpc, resp, NULL, rpc->data);
+    rpc->raw = mx_str_make(NULL, 0);
+    json_decref(resp);
+    spin();
+}
+
+#define RAW_RESULT "{\"content\":[{\"type\":\"text\",\"text\":\"as it came\"}],\"n\":1.50}"
+
+/* A result that came as bytes reaches the client as those bytes with the
+ * client's id, as JSON, and as the last event of an SSE answer. */
+static void test_call_raw_result(void **state)
+{
+    char sid[MX_SESSION_ID_LEN + 1];
+    struct resp r;
+    (void)state;
+    upstream_answer_raw(session_call(sid, &r, ECHO_CALL), RAW_RESULT);
+    assert_true(r.ended);
+    assert_int_equal(r.status, 200);
+    static const char want[] = "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":" RAW_RESULT "}";
+    struct mx_str body = mx_buf_str(&r.body);
+    assert_int_equal(body.len, sizeof(want) - 1);
+    assert_memory_equal(body.p, want, body.len);
+    assert_int_equal(json_integer_value(json_object_get(report_of("tools/call"), "status")), 200);
+    resp_free(&r);
+
+    /* after progress the answer is SSE: the bytes are its last event */
+    request(&r, "POST", NULL, sid, NULL, SLOW_CALL);
+    struct mx_uprpc *rpc = last_call();
+    upstream_progress(rpc, up_token_of(rpc), 1);
+    upstream_answer_raw(rpc, RAW_RESULT);
+    assert_true(r.ended);
+    static const char last[] =
+        "data: {\"jsonrpc\":\"2.0\",\"id\":\"c-1\",\"result\":" RAW_RESULT "}\n\n";
+    body = mx_buf_str(&r.body);
+    assert_true(body.len > sizeof(last) - 1);
+    assert_memory_equal(body.p + body.len - (sizeof(last) - 1), last, sizeof(last) - 1);
+    resp_free(&r);
+}
+
 /* The upstream fails: the JSON-RPC error naming it, HTTP 200, and the
  * failure in the report. */
 static void test_call_upstream_fails(void **state)
@@ -846,11 +909,7 @@ static void test_call_upstream_fails(void **state)
     char sid[MX_SESSION_ID_LEN + 1];
     struct resp r;
     (void)state;
-    open_session(NULL, sid);
-    request(&r, "POST", NULL, sid, NULL,
-            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"
-            "\"echo\",\"arguments\":{}}}");
-    struct mx_uprpc *rpc = last_call();
+    struct mx_uprpc *rpc = session_call(sid, &r, ECHO_CALL);
     struct mx_upfail fail;
     mx_upfail_transport(W.up.cfg, MX_ECLOSED, NULL, &fail);
     rpc->done = true;
@@ -879,6 +938,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_call_input_required, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_scoped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_upstream_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_raw_result, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
