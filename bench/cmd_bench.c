@@ -375,7 +375,7 @@ static void bench_server(struct report *rep, const struct opts *o, const struct 
     struct mx_bench_side *sd[2] = {NULL, NULL}, *wk[2] = {NULL, NULL};
     struct progress pg = {.on = isatty(STDERR_FILENO) == 1};
 
-    if (!(mx_upsess_caps(sc) & MX_UPSESS_CAP_RELAY)) {
+    if (!(mx_upsess_caps(sc) & MX_UPSESS_CAP_DIRECT)) {
         char why[128];
         snprintf(why, sizeof(why), "%s upstream: %s", mx_upsess_transport_label(sc),
                  sc->url ? "not measured" : "there is no direct HTTP path to compare with");

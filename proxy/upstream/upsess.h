@@ -168,11 +168,9 @@ size_t mx_upsess_live_cnt(void);
 /* What the transport of a server offers, where transports differ (bits of
  * mx_upsess_caps). */
 enum mx_upsess_cap {
-    /* Its url speaks Streamable HTTP: a client's HTTP exchange can be
-     * relayed to it as it is (/mcp/<server>), and an HTTP client can
-     * measure it directly (mcplex bench). Without it, /mcp/<server> is
-     * served by mcplex's own sessions (stdio_serve.h). */
-    MX_UPSESS_CAP_RELAY = 1u << 0,
+    /* Its url speaks Streamable HTTP, so an HTTP client can measure it
+     * directly beside the path through mcplex (mcplex bench). */
+    MX_UPSESS_CAP_DIRECT = 1u << 0,
     /* It may speak MCP 2026-07-28, whose requests carry the client's log
      * level in _meta (logLevel); the others drop it. */
     MX_UPSESS_CAP_META_LOG_LEVEL = 1u << 1,

@@ -1208,7 +1208,7 @@ static void http_send(struct mx_upsess *pub, json_t *msg)
 const struct mx_upsess_ops mx_upsess_http_ops = {
     .label = "Streamable HTTP",
     .subsys = SUBSYS,
-    .caps = MX_UPSESS_CAP_RELAY | MX_UPSESS_CAP_META_LOG_LEVEL | MX_UPSESS_CAP_CATALOGUE,
+    .caps = MX_UPSESS_CAP_DIRECT | MX_UPSESS_CAP_META_LOG_LEVEL | MX_UPSESS_CAP_CATALOGUE,
     .open = http_open,
     .close = http_close,
     .request = http_request,

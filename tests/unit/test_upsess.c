@@ -25,7 +25,7 @@ static void test_upsess_caps_per_transport(void **state)
     memset(&cfg, 0, sizeof(cfg));
     cfg.transport = MX_TRANSPORT_HTTP;
     assert_int_equal(mx_upsess_caps(&cfg),
-                     MX_UPSESS_CAP_RELAY | MX_UPSESS_CAP_META_LOG_LEVEL | MX_UPSESS_CAP_CATALOGUE);
+                     MX_UPSESS_CAP_DIRECT | MX_UPSESS_CAP_META_LOG_LEVEL | MX_UPSESS_CAP_CATALOGUE);
     assert_string_equal(mx_upsess_transport_label(&cfg), "Streamable HTTP");
     cfg.transport = MX_TRANSPORT_SSE;
     assert_int_equal(mx_upsess_caps(&cfg), 0);
@@ -34,7 +34,7 @@ static void test_upsess_caps_per_transport(void **state)
     assert_int_equal(mx_upsess_caps(&cfg), 0);
     assert_string_equal(mx_upsess_transport_label(&cfg), "stdio");
     /* the slot of a removed upstream is no transport's but still answers */
-    assert_true(mx_upsess_caps(&mx_upstream_gone_cfg) & MX_UPSESS_CAP_RELAY);
+    assert_true(mx_upsess_caps(&mx_upstream_gone_cfg) & MX_UPSESS_CAP_DIRECT);
 }
 
 static void test_upsess_null(void **state)
