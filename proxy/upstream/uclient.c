@@ -154,17 +154,36 @@ struct mx_ureq {
     char errbuf[CURL_ERROR_SIZE];
 };
 
+/*
+ * A socket libcurl told sock_cb about. When libcurl lets go of it (the
+ * connection went back to the cache: CURL_POLL_REMOVE) it stays watched
+ * for reading, parked: libcurl takes the same connection back for the next
+ * request, and then nothing changes in epoll (stopping and starting the
+ * watcher cost an epoll_ctl per call, one of them failing). Every socket
+ * libcurl opens and closes goes through open_sock and close_sock, so a
+ * parked socket is dropped before its descriptor is closed, and one found
+ * with a new socket's number is dropped as stale.
+ */
 struct sock {
     ev_io io;
     curl_socket_t fd;
     struct mx_uclient *c;
     struct link node; /* in c->socks */
+    bool parked;      /* libcurl let go of it; watched for reading only */
+};
+
+/* What open_sock and close_sock are given: the client, and the pool that
+ * counts the socket (NULL: none). */
+struct sockctx {
+    struct mx_uclient *c;
+    struct mx_upool *p;
 };
 
 struct mx_upool {
     struct mx_uclient *c;
-    struct link node; /* in c->pools */
-    CURLSH *share;    /* its connection cache; NULL until used, and after each close */
+    struct sockctx ctx; /* {c, this} */
+    struct link node;   /* in c->pools */
+    CURLSH *share;      /* its connection cache; NULL until used, and after each close */
     struct mx_upool_cbs cbs;
     void *data;
     ev_timer idle;
@@ -187,6 +206,7 @@ struct mx_uclient {
     struct link reqs; /* every live mx_ureq */
     struct link todo; /* requests to add or to unpause */
     struct link socks;
+    struct sockctx ctx; /* {this, NULL} */
     struct link pools;
     size_t active;
     size_t zombies;   /* requests in MX_UREQ_CANCELLED */
@@ -350,39 +370,63 @@ static void pools_settle(struct mx_uclient *c)
     }
 }
 
+static void sock_free(struct sock *s)
+{
+    ev_io_stop(s->c->loop, &s->io);
+    link_del(&s->node);
+    free(s);
+}
+
+/* Our record of descriptor |fd|, parked or not, or NULL. */
+static struct sock *sock_find(struct mx_uclient *c, curl_socket_t fd, bool parked_only)
+{
+    for (struct link *l = c->socks.next; l != &c->socks; l = l->next) {
+        struct sock *sk = mx_container_of(l, struct sock, node);
+        if (sk->fd == fd && (sk->parked || !parked_only))
+            return sk;
+    }
+    return NULL;
+}
+
 /* Every upstream socket: libcurl's own socket() leaves the descriptor open
  * across exec, so a stdio upstream, wake hook or cmd: secret would inherit
- * every upstream connection. |clientp| is the pool that counts it, or NULL. */
+ * every upstream connection. */
 static curl_socket_t open_sock(void *clientp, curlsocktype purpose, struct curl_sockaddr *addr)
 {
-    struct mx_upool *p = clientp;
+    struct sockctx *x = clientp;
     (void)purpose;
     int fd = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
     if (fd < 0)
         return CURL_SOCKET_BAD;
-    if (p == NULL)
-        return fd;
-    p->conns++;
-    held_note(p);
+    /* a record under this number belongs to a socket closed behind our back */
+    struct sock *stale = sock_find(x->c, fd, false);
+    if (stale) {
+        mx_log_warn(SUBSYS, "a socket was closed while watched");
+        sock_free(stale);
+    }
+    if (x->p) {
+        x->p->conns++;
+        held_note(x->p);
+    }
     return fd;
 }
 
 static int close_sock(void *clientp, curl_socket_t fd)
 {
-    struct mx_upool *p = clientp;
-    /* libcurl tells sock_cb before it closes a socket it watches; one closed
-     * from the share's cache is watched by nobody. Make sure of it: libev
-     * must never watch a descriptor that was closed. */
-    for (struct link *l = p->c->socks.next; l != &p->c->socks; l = l->next) {
-        struct sock *sk = mx_container_of(l, struct sock, node);
-        if (sk->fd == fd && ev_is_active(&sk->io)) {
+    struct sockctx *x = clientp;
+    /* libev must never watch a descriptor that was closed: the kernel may
+     * hand the number out again */
+    struct sock *sk = sock_find(x->c, fd, false);
+    if (sk) {
+        if (!sk->parked)
             mx_log_warn(SUBSYS, "closing a watched socket");
-            ev_io_stop(p->c->loop, &sk->io);
-        }
+        sock_free(sk);
     }
-    MX_ASSERT(p->conns > 0);
-    p->conns--;
-    held_note(p);
+    if (x->p) {
+        MX_ASSERT(x->p->conns > 0);
+        x->p->conns--;
+        held_note(x->p);
+    }
     return close(fd);
 }
 
@@ -391,6 +435,8 @@ struct mx_upool *mx_upool_new(struct mx_uclient *c, long idle_ms, const struct m
 {
     struct mx_upool *p = mx_xcalloc(1, sizeof(*p));
     p->c = c;
+    p->ctx.c = c;
+    p->ctx.p = p;
     p->cbs = *cbs;
     p->data = data;
     p->idle_s = (double)idle_ms / 1000.0;
@@ -439,9 +485,8 @@ static int pool_join(struct mx_ureq *u, struct mx_upool *p)
     }
     CURLcode rc = CURLE_OK;
     SETOPT(rc, u->easy, CURLOPT_SHARE, p->share);
-    SETOPT(rc, u->easy, CURLOPT_OPENSOCKETDATA, (void *)p);
-    SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETFUNCTION, close_sock);
-    SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETDATA, (void *)p);
+    SETOPT(rc, u->easy, CURLOPT_OPENSOCKETDATA, (void *)&p->ctx);
+    SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETDATA, (void *)&p->ctx);
     if (rc != CURLE_OK)
         return MX_EUPSTREAM;
     /* a new use: the connections stay */
@@ -469,7 +514,12 @@ static void drive(struct mx_uclient *c, curl_socket_t fd, int ev_bitmask)
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct sock *s = mx_container_of(w, struct sock, io);
-    (void)loop;
+    if (s->parked) {
+        /* the server closed or spoke on an idle connection: libcurl finds
+         * out when it takes it again; until then nothing is watched */
+        ev_io_stop(loop, w);
+        return;
+    }
     int action =
         ((revents & EV_READ) ? CURL_CSELECT_IN : 0) | ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     /* |s| may be freed inside drive() when libcurl drops the socket. */
@@ -491,26 +541,32 @@ static int sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *so
     (void)easy;
 
     if (what == CURL_POLL_REMOVE) {
-        /* libcurl calls this before it closes |fd|, so libev never watches a
-         * closed descriptor that the kernel may hand out again. */
-        if (s) {
-            ev_io_stop(c->loop, &s->io);
-            link_del(&s->node);
-            free(s);
-        }
+        if (s == NULL)
+            return 0;
+        s->parked = true;
+        if (ev_is_active(&s->io) && (s->io.events & (EV_READ | EV_WRITE)) == EV_READ)
+            return 0;
+        ev_io_stop(c->loop, &s->io);
+        ev_io_set(&s->io, fd, EV_READ);
+        ev_io_start(c->loop, &s->io);
         return 0;
     }
-    if (!s) {
-        s = mx_xcalloc(1, sizeof(*s));
-        s->fd = fd;
-        s->c = c;
-        ev_init(&s->io, on_io);
-        link_add_tail(&c->socks, &s->node);
+    if (s == NULL) {
+        s = sock_find(c, fd, true);
+        if (s == NULL) {
+            s = mx_xcalloc(1, sizeof(*s));
+            s->fd = fd;
+            s->c = c;
+            ev_init(&s->io, on_io);
+            link_add_tail(&c->socks, &s->node);
+        }
+        s->parked = false;
         curl_multi_assign(c->multi, fd, s);
-    } else {
-        ev_io_stop(c->loop, &s->io);
     }
     int events = ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+    if (ev_is_active(&s->io) && (s->io.events & (EV_READ | EV_WRITE)) == events)
+        return 0; /* as it is: no epoll_ctl */
+    ev_io_stop(c->loop, &s->io);
     if (events) {
         ev_io_set(&s->io, fd, events);
         ev_io_start(c->loop, &s->io);
@@ -680,6 +736,7 @@ static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
     /* Only what was queued before this pass: a consumer that resumes from
      * inside on_data must not keep this pass going forever. */
     link_splice(&c->todo, &batch);
+    bool added = false;
     while (!link_empty(&batch)) {
         struct mx_ureq *u = mx_container_of(batch.next, struct mx_ureq, todo);
         link_del(&u->todo);
@@ -692,6 +749,7 @@ static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
                 continue;
             }
             set_state(u, MX_UREQ_RUNNING);
+            added = true;
         } else if (u->state == MX_UREQ_RUNNING && u->curl_paused && !u->consumer_paused) {
             u->curl_paused = false;
             /* Unpausing hands the held bytes to write_cb before it returns;
@@ -703,7 +761,13 @@ static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
                 mx_log_debug(SUBSYS, "req#%lu: curl_easy_pause: %s", u->id, curl_easy_strerror(rc));
         }
     }
-    settle(c);
+    /* New transfers start now rather than from the zero timer libcurl just
+     * asked for: that would cost a loop iteration (an epoll_wait) each. Not
+     * inside libcurl here, so calling it is safe. */
+    if (added && c->in_curl == 0)
+        drive(c, CURL_SOCKET_TIMEOUT, 0);
+    else
+        settle(c);
 }
 
 /* ---- easy handle callbacks: none of them touches the multi handle ---- */
@@ -959,6 +1023,7 @@ struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
     link_init(&c->reqs);
     link_init(&c->todo);
     link_init(&c->socks);
+    c->ctx.c = c;
     link_init(&c->pools);
     ev_init(&c->timer, on_timer);
     ev_prepare_init(&c->kick, on_kick);
@@ -1014,12 +1079,8 @@ void mx_uclient_free(struct mx_uclient *c)
     }
     /* Closing the cached connections may still call sock_cb (REMOVE). */
     curl_multi_cleanup(c->multi);
-    while (!link_empty(&c->socks)) {
-        struct sock *s = mx_container_of(c->socks.next, struct sock, node);
-        ev_io_stop(c->loop, &s->io);
-        link_del(&s->node);
-        free(s);
-    }
+    while (!link_empty(&c->socks))
+        sock_free(mx_container_of(c->socks.next, struct sock, node));
     ev_timer_stop(c->loop, &c->timer);
     ev_prepare_stop(c->loop, &c->kick);
     free(c);
@@ -1093,7 +1154,9 @@ static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
     SETOPT(rc, e, CURLOPT_URL, o->url);
     SETOPT(rc, e, CURLOPT_PRIVATE, (void *)u);
     SETOPT(rc, e, CURLOPT_OPENSOCKETFUNCTION, open_sock);
-    SETOPT(rc, e, CURLOPT_OPENSOCKETDATA, NULL);
+    SETOPT(rc, e, CURLOPT_OPENSOCKETDATA, (void *)&u->c->ctx);
+    SETOPT(rc, e, CURLOPT_CLOSESOCKETFUNCTION, close_sock);
+    SETOPT(rc, e, CURLOPT_CLOSESOCKETDATA, (void *)&u->c->ctx);
     SETOPT(rc, e, CURLOPT_ERRORBUFFER, u->errbuf);
     SETOPT(rc, e, CURLOPT_NOSIGNAL, 1L);
     SETOPT(rc, e, CURLOPT_TCP_NODELAY, 1L);
