@@ -92,17 +92,6 @@ void mx_upmsg_fail(const struct mx_server_cfg *cfg, int code, const char *reason
     snprintf(f->message, sizeof(f->message), "upstream '%s' %s", cfg->name, what);
 }
 
-void mx_upmsg_kick(struct ev_loop *loop, ev_timer *kick, double after_s)
-{
-    if (ev_is_active(kick)) {
-        if (after_s > 0.0)
-            return; /* already due, sooner or as soon */
-        ev_timer_stop(loop, kick);
-    }
-    ev_timer_set(kick, after_s, 0.0);
-    ev_timer_start(loop, kick);
-}
-
 /* ---- the request table ---- */
 
 #define CANCEL_GRACE_S 2.0 /* a cancelled request's answer may still come this long */

@@ -6,11 +6,11 @@
  * answer, a cancellation) and the check of an initialize answer. The
  * transports that carry every JSON-RPC message on a channel of their own
  * (stdio, the legacy HTTP+SSE stream): which requests may make a server ask
- * the client something, failure messages naming the server, the timer that
- * starts their work from the loop, and the table of a session's requests:
- * made in order, waiting until sent, matched to answers by id and to
- * progress by token, paused and resumed, timed out, cancelled, failed
- * together when the channel breaks.
+ * the client something, failure messages naming the server, and the table
+ * of a session's requests: made in order, waiting until sent, matched to
+ * answers by id and to progress by token, paused and resumed, timed out,
+ * cancelled, failed together when the channel breaks. Their sessions
+ * themselves are upchan.c's.
  *
  * Re-entrancy: callers' callbacks may cancel requests or close the session;
  * a request stays allocated while its code is on the stack (refs), and the
@@ -52,11 +52,6 @@ bool mx_upmsg_may_ask(const char *method);
 /* Fill |f|: |code|, |reason| and "upstream '<name>' " + the formatted rest. */
 void mx_upmsg_fail(const struct mx_server_cfg *cfg, int code, const char *reason,
                    struct mx_upfail *f, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* Run |kick| (a session's timer) after |after_s|, or sooner if it is due
- * sooner already: a session's work starts from the loop, never from inside
- * a caller's call. */
-void mx_upmsg_kick(struct ev_loop *loop, ev_timer *kick, double after_s);
 
 struct mx_upmsg_q;
 

@@ -25,8 +25,9 @@
  *   backoff when it keeps breaking; on_ready fires again after the new
  *   initialize.
  * Session keys of these sessions have bit 62 set (stdio ones bit 63), so
- * they never equal another transport's. The request table is upmsg.c's.
- * States:
+ * they never equal another transport's. The session core (states,
+ * initialize, dispatch) is upchan.c's, the request table upmsg.c's; this
+ * file is the endpoint, the POSTs and the stream. States (upchan.h):
  *
  *   idle --a request waits--> connecting (GET open, no endpoint yet)
  *        --endpoint event--> init (initialize POSTed, then initialized)
@@ -38,26 +39,21 @@
  *        new stream)
  *   any --close--> closed
  *
- * Re-entrancy: callers' callbacks may cancel requests or close the session;
- * a request and the session stay allocated while their code is on the stack
- * (refs) and go afterwards. A POST is out of the session's list before its
- * last callback runs any caller code.
+ * Re-entrancy, beyond upchan.h: a POST is out of the session's list before
+ * its last callback runs any caller code.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
-#include "backoff.h"
 #include "buf.h"
 #include "err.h"
 #include "log.h"
-#include "rand.h"
 #include "rpc.h"
 #include "sse.h"
 #include "upcall.h"
-#include "upmsg.h"
+#include "upchan.h"
 #include "upsess_sse.h"
 
 #define SUBSYS "upsse"
@@ -68,18 +64,7 @@
 #define INIT_LIMIT_MS      30000L /* stream opened to session ready, on top of waking */
 #define POST_TIMEOUT_MS    30000L /* one POST: the server answers 202 at once */
 #define CONNECT_TIMEOUT_MS 10000L
-#define STABLE_S           10.0 /* ready this long: a later break is no reconnect loop */
-#define BACKOFF_BASE_MS    500
-#define BACKOFF_CAP_MS     30000
 #define KEY_BIT            (1ULL << 62)
-
-enum se_state {
-    SE_IDLE = 0,
-    SE_CONNECTING = 1,
-    SE_INIT = 2,
-    SE_READY = 3,
-    SE_CLOSED = 4,
-};
 
 enum post_kind {
     P_INIT = 0,
@@ -105,66 +90,25 @@ struct post {
 };
 
 struct se {
-    struct mx_upsess base; /* first (upsess_int.h) */
-    const struct mx_server_cfg *cfg;
-    int refs;
-    enum se_state state;
-    uint64_t conn; /* streams opened so far; the current one's number */
-    char init_id[48];
+    struct mx_upchan c;    /* first: the session (upchan.h); c.conn numbers the streams */
     char *endpoint;        /* where to POST; NULL before the endpoint event */
     struct mx_upcall *get; /* the stream */
     long get_status;
     bool get_ok; /* 2xx text/event-stream */
     struct mx_sse_decoder dec;
-    ev_timer kick;      /* opens and launches from the loop, never from a caller's call */
-    ev_timer init_wait; /* bounds connecting + init */
-    ev_tstamp opened_at;
-    ev_tstamp ready_at;
-    ev_tstamp retry_at;  /* no new stream before this */
-    unsigned failures;   /* streams in a row that did not last */
-    struct mx_upmsg_q q; /* the requests */
     struct post *posts;
 };
 
 static uint64_t next_key = 1;
 
-static void se_kick(struct se *s, double after_s);
-static void launch_waiting(struct se *s);
-
-static struct se *SE(struct mx_upsess *s)
+static struct se *SE(struct mx_upchan *c)
 {
-    return mx_container_of(s, struct se, base);
+    return mx_container_of(c, struct se, c);
 }
 
 static const char *name(const struct se *s)
 {
-    return s->cfg->name;
-}
-
-static const char *state_name(enum se_state st)
-{
-    switch (st) {
-    case SE_IDLE:
-        return "idle";
-    case SE_CONNECTING:
-        return "connecting";
-    case SE_INIT:
-        return "init";
-    case SE_READY:
-        return "ready";
-    case SE_CLOSED:
-        return "closed";
-    }
-    return "?";
-}
-
-static void set_state(struct se *s, enum se_state st)
-{
-    if (s->state == st)
-        return;
-    mx_log_debug(SUBSYS, "up:%s session %s -> %s", name(s), state_name(s->state), state_name(st));
-    s->state = st;
-    s->base.ready = st == SE_READY;
+    return s->c.cfg->name;
 }
 
 /* ---- the endpoint URL (pure) ---- */
@@ -427,17 +371,9 @@ int mx_sse_endpoint_resolve(const char *base, struct mx_str ref, char **out, con
 
 /* ---- lifetimes ---- */
 
-static void se_ref(struct se *s)
+static void sse_free(struct mx_upchan *c)
 {
-    s->refs++;
-}
-
-static void se_unref(struct se *s)
-{
-    MX_ASSERT(s->refs > 0);
-    if (--s->refs > 0)
-        return;
-    mx_upsess_base_clear(&s->base);
+    struct se *s = SE(c);
     free(s->endpoint);
     mx_sse_decoder_clear(&s->dec);
     free(s);
@@ -445,36 +381,22 @@ static void se_unref(struct se *s)
 
 /* A request leaves the table: its POST runs on (it may have reached the
  * server) without it. */
-static void rpc_forget(struct mx_upmsg_rpc *r, void *owner)
+static void sse_forget(struct mx_upchan *c, struct mx_upmsg_rpc *r)
 {
     struct post *p = r->link;
-    (void)owner;
+    (void)c;
     if (p) {
         p->r = NULL;
         r->link = NULL;
     }
 }
 
-static void q_resume(void *owner)
+static void sse_resume(struct mx_upchan *c)
 {
-    struct se *s = owner;
+    struct se *s = SE(c);
     if (s->get)
         mx_upcall_resume(s->get);
 }
-
-static void q_hold(void *owner)
-{
-    se_ref(owner);
-}
-
-static void q_release(void *owner)
-{
-    se_unref(owner);
-}
-
-static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner);
-
-static const struct mx_upmsg_q_ops q_ops = {rpc_forget, q_resume, rpc_timeout, q_hold, q_release};
 
 /* ---- POSTs ---- */
 
@@ -523,20 +445,20 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
 
 static const struct mx_upcall_cbs post_cbs = {{post_head, post_data, post_done}, NULL, NULL};
 
-/* POST |msg| to the endpoint. Returns the POST, or NULL after filling
- * |fail|. */
-static struct post *post_start(struct se *s, enum post_kind kind, const json_t *msg,
-                               struct mx_upfail *fail)
+/* POST |msg| to the endpoint. Returns 0 and the POST in |*out| (|out| may
+ * be NULL), or the error of mx_upcall_start after filling |fail|. */
+static int post_start(struct se *s, enum post_kind kind, const json_t *msg, struct post **out,
+                      struct mx_upfail *fail)
 {
     struct mx_upreq_hdrs h;
     mx_upreq_hdrs_init(&h);
     mx_upreq_hdrs_add(&h, "Content-Type", MX_STR_LIT("application/json"));
-    mx_upreq_hdrs_auth(&h, s->cfg);
+    mx_upreq_hdrs_auth(&h, s->c.cfg);
     char *body = mx_rpc_dump(msg);
     struct post *p = mx_xcalloc(1, sizeof(*p));
     p->s = s;
     p->kind = kind;
-    p->conn = s->conn;
+    p->conn = s->c.conn;
     mx_buf_init(&p->body, ERR_BODY_CAP);
     struct mx_ureq_opts o;
     memset(&o, 0, sizeof(o));
@@ -548,27 +470,64 @@ static struct post *post_start(struct se *s, enum post_kind kind, const json_t *
     o.body_len = strlen(body);
     o.timeout_ms = POST_TIMEOUT_MS;
     o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
-    o.idle_close_ms = (long)s->cfg->idle_close_ms;
-    o.ca_file = s->cfg->ca;
+    o.idle_close_ms = (long)s->c.cfg->idle_close_ms;
+    o.ca_file = s->c.cfg->ca;
     o.may_repeat = false; /* it may have run once it left */
-    int rc = mx_upcall_start(s->base.env->loop, s->base.env->uc, s->base.env->up, &o, &post_cbs, p,
-                             &p->call);
+    struct mx_upsess_env *env = s->c.base.env;
+    int rc = mx_upcall_start(env->loop, env->uc, env->up, &o, &post_cbs, p, &p->call);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         struct mx_ureq_info info;
         memset(&info, 0, sizeof(info));
-        mx_upfail_transport(s->cfg, rc, &info, fail);
+        mx_upfail_transport(s->c.cfg, rc, &info, fail);
         post_free(p);
         free(body);
-        return NULL;
+        return rc;
     }
-    mx_upsess_trace(&s->base, "c2s", mx_str_cstr(body));
+    mx_upsess_trace(&s->c.base, "c2s", mx_str_cstr(body));
     free(body);
     p->next = s->posts;
     if (s->posts)
         s->posts->prev = p;
     s->posts = p;
-    return p;
+    if (out)
+        *out = p;
+    return 0;
+}
+
+/* A POST that cannot start: initialize and initialized fail the start, the
+ * caller's message is logged, mcplex's own notes are dropped. */
+static int sse_write(struct mx_upchan *c, enum mx_upchan_msg what, const json_t *msg)
+{
+    static const enum post_kind kinds[] = {
+        [MX_UPCHAN_INITIALIZE] = P_INIT,
+        [MX_UPCHAN_INITIALIZED] = P_INITIALIZED,
+        [MX_UPCHAN_NOTE] = P_SEND,
+        [MX_UPCHAN_SEND] = P_SEND,
+    };
+    struct se *s = SE(c);
+    struct mx_upfail f;
+    int rc = post_start(s, kinds[what], msg, NULL, &f);
+    if (rc == 0)
+        return 0;
+    if (what == MX_UPCHAN_SEND)
+        mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), f.message);
+    else if (what != MX_UPCHAN_NOTE)
+        mx_upchan_start_failed(c, &f);
+    return rc;
+}
+
+/* The session closes: its POSTs go with it. */
+static void sse_close(struct mx_upchan *c)
+{
+    struct se *s = SE(c);
+    while (s->posts) {
+        struct post *p = s->posts;
+        if (p->call)
+            mx_upcall_cancel(p->call);
+        post_unlink(p);
+        post_free(p);
+    }
 }
 
 /* ---- the stream ---- */
@@ -582,127 +541,73 @@ static int on_event(const struct mx_sse_event *ev, void *data);
 static void get_idle(void *data);
 static const struct mx_upcall_cbs get_cbs = {{get_head, get_data, get_done}, NULL, get_idle};
 
-/* Drop the stream and everything that belongs to it (not the requests). */
-static void end_stream(struct se *s)
+/* Drop the stream and everything that belongs to it (not the requests):
+ * MCP 2024-11-05, the session ends with its stream. */
+static void sse_end(struct mx_upchan *c)
 {
-    ev_timer_stop(s->base.env->loop, &s->init_wait);
+    struct se *s = SE(c);
     if (s->get) {
         mx_upcall_cancel(s->get);
         s->get = NULL;
     }
     free(s->endpoint);
     s->endpoint = NULL;
-    s->base.key = 0;
-    mx_upmsg_unpause_all(&s->q);
     /* POSTs of the old stream run on (they may have reached the server);
      * conn tells their answers apart */
 }
 
-static void schedule_retry(struct se *s)
+static void sse_failed(struct mx_upchan *c, const struct mx_upfail *f, int64_t ms)
 {
-    s->failures++;
-    int64_t ms =
-        mx_backoff_ms(s->failures - 1, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(UINT64_MAX));
-    s->retry_at = ev_now(s->base.env->loop) + (double)ms / 1000.0;
-}
-
-/* Connecting or initializing failed: the waiting requests fail with |f|. */
-static void connect_failed(struct se *s, const struct mx_upfail *f)
-{
-    if (s->state == SE_CLOSED)
-        return;
-    end_stream(s);
-    set_state(s, SE_IDLE);
-    schedule_retry(s);
+    (void)ms;
     mx_log_warn(SUBSYS, "%s; next attempt in %.1f s at the earliest", f->message,
-                s->retry_at - ev_now(s->base.env->loop));
-    se_ref(s);
-    mx_upmsg_fail_all(&s->q, false, f);
-    /* requests made by those callbacks wait for the next attempt */
-    if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
-        se_kick(s, s->retry_at - ev_now(s->base.env->loop));
-    se_unref(s);
+                c->retry_at - ev_now(c->base.env->loop));
 }
 
-/* The stream of a ready session ended: the server's session is gone. */
-static void stream_lost(struct se *s, const char *how)
+static bool sse_init_wait(struct mx_upchan *c, struct mx_upfail *f)
 {
-    struct mx_upfail f;
-    if (s->state == SE_CLOSED)
-        return;
-    se_ref(s);
-    end_stream(s);
-    set_state(s, SE_IDLE);
-    if (ev_now(s->base.env->loop) - s->ready_at >= STABLE_S)
-        s->failures = 0;
-    else
-        schedule_retry(s);
-    mx_log_warn(SUBSYS, "up:%s %s; a new stream opens at the next request", name(s), how);
-    /* what was POSTed may have run: never POSTed twice */
-    mx_upmsg_fail(s->cfg, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown", &f,
-                  "%s before it answered; the request was not repeated", how);
-    mx_upmsg_fail_all(&s->q, true, &f);
-    if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX))
-        se_kick(s, 0.0);
-    se_unref(s);
+    mx_upmsg_fail(c->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", f, "%s",
+                  c->state == MX_UPCHAN_OPENING ? "did not announce its message endpoint in time"
+                                                : "did not answer initialize in time");
+    return true;
 }
 
-static void init_wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void sse_start(struct mx_upchan *c)
 {
-    struct se *s = mx_container_of(w, struct se, init_wait);
-    struct mx_upfail f;
-    (void)loop;
-    (void)revents;
-    if (s->state != SE_CONNECTING && s->state != SE_INIT)
-        return;
-    mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "%s",
-                  s->state == SE_CONNECTING ? "did not announce its message endpoint in time"
-                                            : "did not answer initialize in time");
-    se_ref(s);
-    connect_failed(s, &f);
-    se_unref(s);
-}
-
-static void open_stream(struct se *s)
-{
+    struct se *s = SE(c);
     struct mx_upreq_hdrs h;
     struct mx_upfail f;
     mx_upreq_hdrs_init(&h);
     mx_upreq_hdrs_add(&h, "Accept", MX_STR_LIT("text/event-stream"));
-    mx_upreq_hdrs_auth(&h, s->cfg);
+    mx_upreq_hdrs_auth(&h, c->cfg);
     struct mx_ureq_opts o;
     memset(&o, 0, sizeof(o));
     o.method = "GET";
-    o.url = s->cfg->url;
+    o.url = c->cfg->url;
     o.headers = h.lines;
     o.header_cnt = h.cnt;
     o.timeout_ms = 0; /* the stream lives as long as the session */
     o.connect_timeout_ms = CONNECT_TIMEOUT_MS;
-    o.idle_close_ms = (long)s->cfg->idle_close_ms;
-    o.ca_file = s->cfg->ca;
+    o.idle_close_ms = (long)c->cfg->idle_close_ms;
+    o.ca_file = c->cfg->ca;
     o.may_repeat = true;
-    s->conn++;
     s->get_status = 0;
     s->get_ok = false;
     mx_sse_decoder_clear(&s->dec);
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
-    set_state(s, SE_CONNECTING);
-    int rc = mx_upcall_start(s->base.env->loop, s->base.env->uc, s->base.env->up, &o, &get_cbs, s,
-                             &s->get);
+    mx_upchan_set_state(c, MX_UPCHAN_OPENING);
+    struct mx_upsess_env *env = c->base.env;
+    int rc = mx_upcall_start(env->loop, env->uc, env->up, &o, &get_cbs, s, &s->get);
     mx_upreq_hdrs_clear(&h);
     if (rc) {
         struct mx_ureq_info info;
         memset(&info, 0, sizeof(info));
         s->get = NULL;
-        mx_upfail_transport(s->cfg, rc, &info, &f);
-        connect_failed(s, &f);
+        mx_upfail_transport(c->cfg, rc, &info, &f);
+        mx_upchan_start_failed(c, &f);
         return;
     }
-    s->opened_at = ev_now(s->base.env->loop);
     /* waking may hold the GET: its bound comes on top */
-    double limit = (double)(INIT_LIMIT_MS + s->cfg->wake_timeout_ms) / 1000.0;
-    ev_timer_set(&s->init_wait, limit, 0.0);
-    ev_timer_start(s->base.env->loop, &s->init_wait);
+    mx_upchan_wait_init(c, (double)(INIT_LIMIT_MS + c->cfg->wake_timeout_ms) / 1000.0);
     mx_log_debug(SUBSYS, "up:%s opening the event stream", name(s));
 }
 
@@ -729,17 +634,18 @@ static int get_data(struct mx_ureq *u, const char *p, size_t len, void *data)
 {
     struct se *s = data;
     (void)u;
-    if (s->state == SE_CLOSED || s->get == NULL)
+    if (s->c.state == MX_UPCHAN_CLOSED || s->get == NULL)
         return 0;
     if (!s->get_ok)
         return 0; /* a refusal: its status says enough */
-    se_ref(s);
-    uint64_t conn = s->conn;
+    mx_upchan_ref(&s->c);
+    uint64_t conn = s->c.conn;
     int rc = mx_sse_decode(&s->dec, p, len);
-    if (rc == MX_ELIMIT && s->conn == conn && s->get)
+    if (rc == MX_ELIMIT && s->c.conn == conn && s->get)
         mx_log_warn(SUBSYS, "up:%s sent an event over %u bytes; dropped", name(s), SSE_EVENT_CAP);
-    bool pause = s->state == SE_READY && s->q.paused_cnt > 0 && s->conn == conn && s->get;
-    se_unref(s);
+    bool pause =
+        s->c.state == MX_UPCHAN_READY && s->c.q.paused_cnt > 0 && s->c.conn == conn && s->get;
+    mx_upchan_unref(&s->c);
     return pause ? MX_EAGAIN : 0;
 }
 
@@ -750,28 +656,28 @@ static void get_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info
     char how[96];
     (void)u;
     s->get = NULL; /* gone after this callback */
-    if (s->state == SE_CLOSED)
+    if (s->c.state == MX_UPCHAN_CLOSED)
         return;
-    se_ref(s);
-    if (s->state == SE_READY) {
+    mx_upchan_ref(&s->c);
+    if (s->c.state == MX_UPCHAN_READY) {
         if (err)
             snprintf(how, sizeof(how), "lost its event stream (%s)", mx_strerror(err));
         else
             snprintf(how, sizeof(how), "ended its event stream");
-        stream_lost(s, how);
-    } else if (s->state == SE_CONNECTING || s->state == SE_INIT) {
+        mx_upchan_lost(&s->c, how);
+    } else if (s->c.state == MX_UPCHAN_OPENING || s->c.state == MX_UPCHAN_INIT) {
         if (err) {
-            mx_upfail_transport(s->cfg, err, info, &f);
+            mx_upfail_transport(s->c.cfg, err, info, &f);
         } else if (!is_2xx(s->get_status)) {
-            mx_upfail_status(s->cfg, s->get_status, &f); /* logged by connect_failed */
+            mx_upfail_status(s->c.cfg, s->get_status, &f); /* logged by sse_failed */
         } else if (!s->get_ok) {
-            mx_upfail_proto(s->cfg, "its url did not answer with an event stream", &f);
+            mx_upfail_proto(s->c.cfg, "its url did not answer with an event stream", &f);
         } else {
-            mx_upfail_proto(s->cfg, "its event stream ended before the session was ready", &f);
+            mx_upfail_proto(s->c.cfg, "its event stream ended before the session was ready", &f);
         }
-        connect_failed(s, &f);
+        mx_upchan_start_failed(&s->c, &f);
     }
-    se_unref(s);
+    mx_upchan_unref(&s->c);
 }
 
 /* idle_close closed the event stream, and with it the server's session
@@ -782,95 +688,53 @@ static void get_idle(void *data)
     struct se *s = data;
     struct mx_upfail f;
     s->get = NULL; /* gone */
-    if (s->state == SE_CLOSED)
+    if (s->c.state == MX_UPCHAN_CLOSED)
         return;
-    se_ref(s);
-    if (s->state == SE_READY) {
-        end_stream(s);
-        set_state(s, SE_IDLE);
+    mx_upchan_ref(&s->c);
+    if (s->c.state == MX_UPCHAN_READY) {
+        mx_upchan_end(&s->c);
         mx_log_info(SUBSYS,
                     "up:%s event stream closed at idle_close; a new one opens at the "
                     "next request",
                     name(s));
     } else {
-        mx_upfail_proto(s->cfg, "its event stream was closed at idle_close", &f);
-        connect_failed(s, &f);
+        mx_upfail_proto(s->c.cfg, "its event stream was closed at idle_close", &f);
+        mx_upchan_start_failed(&s->c, &f);
     }
-    se_unref(s);
+    mx_upchan_unref(&s->c);
 }
 
 /* ---- initialize ---- */
-
-static void send_initialize(struct se *s)
-{
-    struct mx_upfail f;
-    snprintf(s->init_id, sizeof(s->init_id), "mcplex-init-%llu", (unsigned long long)s->conn);
-    /* the transport is 2024-11-05's; the version, whichever the server picks */
-    json_t *id = json_string(s->init_id);
-    json_t *msg = mx_upmsg_initialize(s->base.caps, id);
-    json_decref(id);
-    struct post *p = post_start(s, P_INIT, msg, &f);
-    json_decref(msg);
-    if (p == NULL)
-        connect_failed(s, &f);
-}
 
 static void got_endpoint(struct se *s, struct mx_str data)
 {
     struct mx_upfail f;
     const char *why;
     char *url;
-    if (s->state != SE_CONNECTING) {
+    if (s->c.state != MX_UPCHAN_OPENING) {
         mx_log_debug(SUBSYS, "up:%s announced an endpoint again; ignored", name(s));
         return;
     }
-    int rc = mx_sse_endpoint_resolve(s->cfg->url, mx_str_trim(data), &url, &why);
+    int rc = mx_sse_endpoint_resolve(s->c.cfg->url, mx_str_trim(data), &url, &why);
     if (rc) {
         /* the endpoint itself is not logged: it is the server's word */
-        mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+        mx_upmsg_fail(s->c.cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
                       "broke the protocol: mcplex refuses its message endpoint: %s", why);
-        connect_failed(s, &f);
+        mx_upchan_start_failed(&s->c, &f);
         return;
     }
     s->endpoint = url;
-    set_state(s, SE_INIT);
+    mx_upchan_set_state(&s->c, MX_UPCHAN_INIT);
     mx_log_debug(SUBSYS, "up:%s message endpoint known; initializing", name(s));
-    send_initialize(s);
+    /* the transport is 2024-11-05's; the version, whichever the server picks */
+    mx_upchan_send_initialize(&s->c, s->c.conn);
 }
 
-static void init_answered(struct se *s, json_t *msg)
+static void sse_ready(struct mx_upchan *c)
 {
-    struct mx_upfail f;
-    json_t *result = json_object_get(msg, "result");
-    if (!mx_upmsg_init_ok(s->cfg, msg, &f)) {
-        connect_failed(s, &f);
-        return;
-    }
-    json_decref(s->base.init_result);
-    s->base.init_result = json_incref(result);
-    s->init_id[0] = '\0';
-    /* MCP 2024-11-05, Lifecycle: initialized before anything else; requests
-     * go once the server took it */
-    json_t *note = mx_upmsg_initialized();
-    struct post *p = post_start(s, P_INITIALIZED, note, &f);
-    json_decref(note);
-    if (p == NULL)
-        connect_failed(s, &f);
-}
-
-/* The caller (post_done) holds a ref on |s| across the callbacks. */
-static void session_ready(struct se *s)
-{
-    ev_timer_stop(s->base.env->loop, &s->init_wait);
-    s->base.key = KEY_BIT | next_key++;
-    s->ready_at = ev_now(s->base.env->loop);
-    set_state(s, SE_READY);
-    const char *v = json_string_value(json_object_get(s->base.init_result, "protocolVersion"));
-    mx_log_info(SUBSYS, "up:%s ready over HTTP+SSE (MCP %s, %.1f s to connect)", name(s),
-                v ? v : "?", s->ready_at - s->opened_at);
-    launch_waiting(s);
-    if (s->state == SE_READY && s->base.cbs.on_ready)
-        s->base.cbs.on_ready(&s->base, s->base.init_result, s->base.data);
+    const char *v = json_string_value(json_object_get(c->base.init_result, "protocolVersion"));
+    mx_log_info(SUBSYS, "up:%s ready over HTTP+SSE (MCP %s, %.1f s to connect)", c->cfg->name,
+                v ? v : "?", c->ready_at - c->started_at);
 }
 
 /* ---- POST answers ---- */
@@ -894,28 +758,28 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
     (void)u;
     p->call = NULL;
     post_unlink(p); /* nothing below reaches it again */
-    bool current = p->conn == s->conn && s->state != SE_CLOSED;
+    bool current = p->conn == s->c.conn && s->c.state != MX_UPCHAN_CLOSED;
     bool ok = err == 0 && is_2xx(p->status);
     if (!ok) {
         if (err)
-            mx_upfail_transport(s->cfg, err, info, &f);
+            mx_upfail_transport(s->c.cfg, err, info, &f);
         else
-            mx_upfail_status(s->cfg, p->status, &f);
+            mx_upfail_status(s->c.cfg, p->status, &f);
         if (!err && (p->status == 401 || p->status == 403))
             mx_log_warn(SUBSYS, "up:%s answered %ld: credential refused", name(s), p->status);
     }
-    se_ref(s);
+    mx_upchan_ref(&s->c);
     switch (p->kind) {
     case P_INIT:
-        if (!ok && current && s->state == SE_INIT)
-            connect_failed(s, &f);
+        if (!ok && current && s->c.state == MX_UPCHAN_INIT)
+            mx_upchan_start_failed(&s->c, &f);
         break;
     case P_INITIALIZED:
-        if (current && s->state == SE_INIT) {
+        if (current && s->c.state == MX_UPCHAN_INIT) {
             if (ok)
-                session_ready(s);
+                mx_upchan_ready(&s->c);
             else
-                connect_failed(s, &f);
+                mx_upchan_start_failed(&s->c, &f);
         }
         break;
     case P_RPC:
@@ -924,7 +788,7 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
         if (!err) {
             json_t *m = error_answer(mx_buf_str(&p->body), p->id);
             if (m) {
-                mx_upsess_trace(&s->base, "s2c", mx_buf_str(&p->body));
+                mx_upsess_trace(&s->c.base, "s2c", mx_buf_str(&p->body));
                 mx_upmsg_finish(r, m, NULL);
                 json_decref(m);
                 break;
@@ -933,233 +797,99 @@ static void post_done(struct mx_ureq *u, int err, const struct mx_ureq_info *inf
         mx_upmsg_finish(r, NULL, &f);
         /* a server that no longer knows the session (Python SDK: 404) will
          * answer nothing more on this stream */
-        if (!err && p->status == 404 && current && s->state == SE_READY)
-            stream_lost(s, "no longer knows the session");
+        if (!err && p->status == 404 && current && s->c.state == MX_UPCHAN_READY)
+            mx_upchan_lost(&s->c, "no longer knows the session");
         break;
     case P_SEND:
         if (!ok)
             mx_log_debug(SUBSYS, "up:%s message not delivered: %s", name(s), f.message);
         break;
     }
-    se_unref(s);
+    mx_upchan_unref(&s->c);
     post_free(p);
 }
 
 /* ---- reading the stream ---- */
 
-static void reply_ping(struct se *s, json_t *msg)
+static void sse_junk(struct mx_upchan *c, enum mx_upchan_junk what)
 {
-    struct mx_upfail f;
-    json_t *r = mx_upmsg_ping_answer(msg);
-    post_start(s, P_SEND, r, &f);
-    json_decref(r);
-}
-
-static void handle_msg(struct se *s, json_t *msg)
-{
-    const char *method = json_string_value(json_object_get(msg, "method"));
-    switch (mx_rpc_classify(msg)) {
-    case MX_RPC_RESPONSE: {
-        json_t *id = json_object_get(msg, "id");
-        if (s->state == SE_INIT && s->init_id[0] && json_is_string(id) &&
-            strcmp(json_string_value(id), s->init_id) == 0) {
-            init_answered(s, msg);
-            return;
-        }
-        struct mx_upmsg_rpc *r = s->state == SE_READY ? mx_upmsg_by_id(&s->q, id) : NULL;
-        if (r)
-            mx_upmsg_finish(r, msg, NULL);
-        else
-            mx_log_debug(SUBSYS, "up:%s answered a request nobody waits for; dropped", name(s));
-        return;
-    }
-    case MX_RPC_NOTIFICATION:
-    case MX_RPC_REQUEST:
-        if (s->state != SE_READY) {
-            if (strcmp(method, "ping") == 0 && s->endpoint)
-                reply_ping(s, msg);
-            else
-                mx_log_debug(SUBSYS, "up:%s %s before initialized; dropped", name(s), method);
-            return;
-        }
-        if (mx_upmsg_route(&s->q, msg, s->base.key))
-            return;
-        break;
-    case MX_RPC_INVALID:
-        mx_log_debug(SUBSYS, "up:%s sent JSON that is not JSON-RPC; ignored", name(s));
-        return;
-    }
-    if (s->base.cbs.on_message)
-        s->base.cbs.on_message(&s->base, s->base.key, msg, s->base.data);
-}
-
-static void got_message(struct se *s, struct mx_str text)
-{
-    json_t *msg = mx_rpc_parse(text);
-    if (msg == NULL || (!json_is_object(msg) && !json_is_array(msg))) {
-        json_decref(msg);
-        mx_log_debug(SUBSYS, "up:%s sent an event that is not JSON-RPC; ignored", name(s));
-        return;
-    }
-    mx_upsess_trace(&s->base, "s2c", text);
-    uint64_t conn = s->conn;
-    if (json_is_object(msg)) {
-        handle_msg(s, msg);
-    } else {
-        size_t i;
-        json_t *v;
-        json_array_foreach(msg, i, v)
-        {
-            if (s->state == SE_CLOSED || s->conn != conn || s->get == NULL)
-                break;
-            if (json_is_object(v))
-                handle_msg(s, v);
-        }
-    }
-    json_decref(msg);
+    if (what == MX_UPCHAN_JUNK_TEXT)
+        mx_log_debug(SUBSYS, "up:%s sent an event that is not JSON-RPC; ignored", c->cfg->name);
+    else if (what == MX_UPCHAN_JUNK_JSON)
+        mx_log_debug(SUBSYS, "up:%s sent JSON that is not JSON-RPC; ignored", c->cfg->name);
+    /* a batch item that is not an object: skipped */
 }
 
 static int on_event(const struct mx_sse_event *ev, void *data)
 {
     struct se *s = data;
-    uint64_t conn = s->conn;
+    uint64_t conn = s->c.conn;
     if (mx_str_eq(ev->event, MX_STR_LIT("endpoint")))
         got_endpoint(s, ev->data);
     else if (ev->event.len == 0 || mx_str_eq(ev->event, MX_STR_LIT("message")))
-        got_message(s, ev->data);
+        mx_upchan_input(&s->c, ev->data);
     /* other event names: not ours (MCP 2024-11-05 defines these two) */
-    if (s->state == SE_CLOSED || s->conn != conn || s->get == NULL)
+    if (s->c.state == MX_UPCHAN_CLOSED || s->c.conn != conn || s->get == NULL)
         return MX_ECLOSED; /* the stream was dropped: no more of it */
     return 0;
 }
 
 /* ---- launching ---- */
 
-static void post_rpc(struct se *s, struct mx_upmsg_rpc *r)
+static bool sse_launch(struct mx_upchan *c, struct mx_upmsg_rpc *r)
 {
+    struct se *s = SE(c);
     struct mx_upfail f;
+    struct post *p;
     r->sent = true;
-    r->key = s->base.key;
-    struct post *p = post_start(s, P_RPC, r->msg, &f);
-    if (p == NULL) {
+    r->key = c->base.key;
+    if (post_start(s, P_RPC, r->msg, &p, &f) != 0) {
         mx_upmsg_finish(r, NULL, &f);
-        return;
+        return true;
     }
     p->r = r;
     p->id = json_incref(r->id);
     r->link = p;
+    return true;
 }
 
-static void launch_waiting(struct se *s)
-{
-    struct mx_upmsg_rpc *r;
-    se_ref(s);
-    while (s->state == SE_READY && (r = mx_upmsg_first(&s->q, false, UINT64_MAX)) != NULL) {
-        if (r->msg == NULL)
-            mx_upmsg_finish(r, NULL, NULL);
-        else
-            post_rpc(s, r);
-    }
-    se_unref(s);
-}
+/* ---- the ops ---- */
 
-static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct se *s = mx_container_of(w, struct se, kick);
-    (void)revents;
-    if (s->state == SE_CLOSED)
-        return;
-    se_ref(s);
-    if (s->state == SE_READY) {
-        launch_waiting(s);
-    } else if (s->state == SE_IDLE && mx_upmsg_first(&s->q, false, UINT64_MAX)) {
-        ev_tstamp now = ev_now(loop);
-        if (now < s->retry_at)
-            se_kick(s, s->retry_at - now);
-        else
-            open_stream(s);
-    }
-    se_unref(s);
-}
-
-static void se_kick(struct se *s, double after_s)
-{
-    mx_upmsg_kick(s->base.env->loop, &s->kick, after_s);
-}
-
-static void rpc_timeout(struct mx_upmsg_rpc *r, void *owner)
-{
-    struct se *s = owner;
-    struct mx_upfail f;
-    if (r->sent && r->key == s->base.key && s->state == SE_READY) {
-        /* MCP 2024-11-05, Cancellation: tell it to stop working on it */
-        json_t *note = mx_upmsg_cancelled(r->id, "timed out in mcplex");
-        post_start(s, P_SEND, note, &f);
-        json_decref(note);
-    }
-    mx_upmsg_fail(s->cfg, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", &f, "timed out after %ld s%s",
-                  (r->timeout_ms + 999) / 1000, r->sent ? "" : " before the request could be sent");
-    mx_upmsg_finish(r, NULL, &f);
-}
-
-/* ---- the ops (upsess_int.h) ---- */
+static const struct mx_upchan_ops chan_ops = {
+    .transport = &mx_upsess_sse_ops,
+    .subsys = SUBSYS,
+    .state_names = {[MX_UPCHAN_IDLE] = "idle",
+                    [MX_UPCHAN_OPENING] = "connecting",
+                    [MX_UPCHAN_INIT] = "init",
+                    [MX_UPCHAN_READY] = "ready",
+                    [MX_UPCHAN_CLOSED] = "closed"},
+    .key_bit = KEY_BIT,
+    .next_key = &next_key,
+    .lost_then = "a new stream opens at the next request",
+    .ready_on_write = false, /* once the POST of initialized is accepted */
+    .start = sse_start,
+    .write = sse_write,
+    .launch = sse_launch,
+    .end = sse_end,
+    .close = sse_close,
+    .resume = sse_resume,
+    .forget = sse_forget,
+    .init_wait = sse_init_wait,
+    .ready = sse_ready,
+    .failed = sse_failed,
+    .junk = sse_junk,
+    .free = sse_free,
+};
 
 static struct mx_upsess *sse_open(struct mx_upsess_env *env, const json_t *caps,
                                   const char *trace_session, const struct mx_upsess_cbs *cbs,
                                   void *data)
 {
     struct se *s = mx_xcalloc(1, sizeof(*s));
-    mx_upsess_base_init(&s->base, &mx_upsess_sse_ops, env, caps, trace_session, cbs, data);
-    s->cfg = env->up->cfg;
-    s->refs = 1;
-    s->state = SE_IDLE;
+    mx_upchan_init(&s->c, &chan_ops, env, caps, trace_session, cbs, data);
+    s->c.no_channel = s->c.cfg->url == NULL;
     mx_sse_decoder_init(&s->dec, SSE_EVENT_CAP, on_event, s);
-    ev_init(&s->kick, kick_cb);
-    ev_init(&s->init_wait, init_wait_cb);
-    mx_upmsg_q_init(&s->q, env->loop, &mx_upsess_sse_ops, s->cfg, &q_ops, s);
-    return &s->base;
-}
-
-static void sse_close(struct mx_upsess *pub)
-{
-    struct se *s = SE(pub);
-    if (s->state == SE_CLOSED)
-        return;
-    set_state(s, SE_CLOSED);
-    ev_timer_stop(s->base.env->loop, &s->kick);
-    end_stream(s); /* MCP 2024-11-05: the session ends with its stream */
-    while (s->posts) {
-        struct post *p = s->posts;
-        if (p->call)
-            mx_upcall_cancel(p->call);
-        post_unlink(p);
-        post_free(p);
-    }
-    mx_upmsg_kill_all(&s->q);
-    se_unref(s);
-}
-
-static int sse_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
-                       const struct mx_uprpc_cbs *cbs, void *data, struct mx_uprpc **out)
-{
-    struct se *s = SE(pub);
-    if (s->state == SE_CLOSED || s->cfg->url == NULL)
-        return MX_EINVAL;
-    mx_upmsg_add(&s->q, msg, timeout_ms, cbs, data, out);
-    /* from the loop: no callback may run from inside this call */
-    se_kick(s, 0.0);
-    return 0;
-}
-
-static void sse_send(struct mx_upsess *pub, json_t *msg)
-{
-    struct se *s = SE(pub);
-    struct mx_upfail f;
-    if (post_start(s, P_SEND, msg, &f) == NULL) {
-        mx_log_warn(SUBSYS, "up:%s message not sent: %s", name(s), f.message);
-        return;
-    }
-    mx_upmsg_sent(&s->q, msg, s->base.key);
+    return &s->c.base;
 }
 
 const struct mx_upsess_ops mx_upsess_sse_ops = {
@@ -1167,9 +897,9 @@ const struct mx_upsess_ops mx_upsess_sse_ops = {
     .subsys = SUBSYS,
     .caps = 0,
     .open = sse_open,
-    .close = sse_close,
-    .request = sse_request,
-    .send = sse_send,
+    .close = mx_upchan_close,
+    .request = mx_upchan_request,
+    .send = mx_upchan_send,
     .cancel = mx_upmsg_cancel,
     .resume = mx_upmsg_resume,
 };
