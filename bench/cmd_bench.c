@@ -26,6 +26,7 @@
 #include "benchstat.h"
 #include "cmd.h"
 #include "cmd_status.h"
+#include "cmdline.h"
 #include "diag.h"
 #include "err.h"
 #include "model.h"
@@ -88,7 +89,8 @@ struct opts {
     const char *config;
     const char *server;
     const char *call;
-    json_t *args;
+    const char *args_arg; /* --args as given */
+    json_t *args;         /* and as parsed */
     size_t n;
     size_t conc;
     bool json;
@@ -594,6 +596,60 @@ static int parse_size(const char *what, const char *s, int64_t min, int64_t max,
     return 0;
 }
 
+/* One option of the command line into |data|, a struct opts. */
+static int bench_opt(int ch, const char *arg, void *data)
+{
+    struct opts *o = data;
+    switch (ch) {
+    case 'c':
+        o->config = arg;
+        break;
+    case 's':
+        o->server = arg;
+        break;
+    case 't':
+        o->call = arg;
+        break;
+    case 'a':
+        o->args_arg = arg;
+        break;
+    case 'n':
+        if (parse_size("-n", arg, 1, MAX_N, &o->n) != 0)
+            return 2;
+        break;
+    case 'C':
+        if (parse_size("--concurrency", arg, 1, MAX_CONC, &o->conc) != 0)
+            return 2;
+        break;
+    case 'j':
+        o->json = true;
+        break;
+    case 'w':
+        o->wake = true;
+        break;
+    case 'W':
+        if (mx_duration_parse(arg, strlen(arg), 24 * 3600 * 1000LL, &o->wake_after_ms) != 0) {
+            fprintf(stderr, "mcplex: --wake-after wants a duration such as 90s or 5m\n");
+            return 2;
+        }
+        break;
+    case 'K':
+        o->wake_control = true;
+        break;
+    case 'g':
+        o->gateway = arg;
+        break;
+    case 'A':
+        o->cacert = arg;
+        break;
+    case '1':
+        o->http1 = true;
+        break;
+    }
+    return 0;
+}
+
+/* Returns MX_CMDLINE_RUN, or the exit status (cmdline.h). */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
     static const struct option lo[] = {{"config", required_argument, NULL, 'c'},
@@ -610,72 +666,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"http1.1", no_argument, NULL, '1'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-    const char *args = NULL;
-    int ch;
+    static const struct mx_cmdline cl = {"c:n:h", lo, usage, bench_opt, NULL};
     o->n = DEFAULT_N;
     o->conc = DEFAULT_CONC;
     o->wake_after_ms = -1;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:n:h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            o->config = optarg;
-            break;
-        case 's':
-            o->server = optarg;
-            break;
-        case 't':
-            o->call = optarg;
-            break;
-        case 'a':
-            args = optarg;
-            break;
-        case 'n':
-            if (parse_size("-n", optarg, 1, MAX_N, &o->n) != 0)
-                return 2;
-            break;
-        case 'C':
-            if (parse_size("--concurrency", optarg, 1, MAX_CONC, &o->conc) != 0)
-                return 2;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'w':
-            o->wake = true;
-            break;
-        case 'W':
-            if (mx_duration_parse(optarg, strlen(optarg), 24 * 3600 * 1000LL, &o->wake_after_ms) !=
-                0) {
-                fprintf(stderr, "mcplex: --wake-after wants a duration such as 90s or 5m\n");
-                return 2;
-            }
-            break;
-        case 'K':
-            o->wake_control = true;
-            break;
-        case 'g':
-            o->gateway = optarg;
-            break;
-        case 'A':
-            o->cacert = optarg;
-            break;
-        case '1':
-            o->http1 = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (args && !o->call) {
+    int rc = mx_cmdline_parse(&cl, argc, argv, o);
+    if (rc != MX_CMDLINE_RUN)
+        return rc;
+    if (o->args_arg && !o->call) {
         fprintf(stderr, "mcplex: --args needs --call\n");
         return 2;
     }
@@ -688,36 +686,33 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         return 2;
     }
     json_error_t e;
-    o->args = json_loads(args ? args : "{}", JSON_REJECT_DUPLICATES, &e);
+    o->args = json_loads(o->args_arg ? o->args_arg : "{}", JSON_REJECT_DUPLICATES, &e);
     if (!json_is_object(o->args)) {
         fprintf(stderr, "mcplex: --args must be a JSON object%s%s\n", o->args ? "" : ": ",
                 o->args ? "" : e.text);
         return 2;
     }
-    return 0;
+    return MX_CMDLINE_RUN;
 }
 
 int mx_cmd_bench(int argc, char **argv)
 {
     struct opts o = {0};
     int rc = parse_opts(argc, argv, &o);
-    if (rc != 0) {
+    if (rc != MX_CMDLINE_RUN) {
         json_decref(o.args);
-        return rc < 0 ? 0 : rc;
+        return rc;
     }
 
     struct mx_diag diag = {0};
-    struct mx_config *cfg = NULL;
     char msg[1024];
-    char *path = mx_config_find(o.config);
     int ret = 1;
     char *gw_base = NULL, *gw_ca = NULL;
     struct report rep = {0};
-    rc = mx_config_load(path, &cfg, &diag);
-    free(path);
-    if (rc == 0)
-        rc = mx_config_resolve_secrets(cfg, &diag);
-    if (rc != 0) {
+    struct mx_config *cfg = mx_cmdline_config(o.config);
+    if (cfg == NULL)
+        goto out;
+    if (mx_config_resolve_secrets(cfg, &diag) != 0) {
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
         goto out;
     }
@@ -734,10 +729,8 @@ int mx_cmd_bench(int argc, char **argv)
     } else if (mx_status_gateway_base(cfg, &gw_base, &gw_ca) != 0) {
         goto out;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+    if (mx_cmdline_curl_init() != 0)
         goto out;
-    }
     rep.servers = json_array();
     for (size_t i = 0; i < cfg->server_cnt; i++) {
         const struct mx_server_cfg *sc = &cfg->servers[i];

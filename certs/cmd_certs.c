@@ -454,28 +454,15 @@ int mx_cmd_certs(int argc, char **argv)
     bool renew = false;
     struct where w;
 
-    for (int i = 1; i < argc; i++) {
-        int r = mx_cli_opt("certs", argc, argv, &i, "-c", "--config", &config);
-        if (r == 0)
-            r = mx_cli_opt("certs", argc, argv, &i, NULL, "--dir", &dir);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        if (mx_cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(argv[i], "--renew") == 0 || strcmp(argv[i], "--force") == 0) {
-            renew = true;
-        } else if (sub == NULL && argv[i][0] != '-') {
-            sub = argv[i];
-        } else {
-            fprintf(stderr, "mcplex certs: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const struct mx_cli_opt opts[] = {{"-c", "--config", &config, NULL},
+                                      {NULL, "--dir", &dir, NULL},
+                                      {NULL, "--renew", NULL, &renew},
+                                      {NULL, "--force", NULL, &renew},
+                                      {NULL, NULL, NULL, NULL}};
+    struct mx_cli cli = {"certs", usage, opts, &sub, 1, 0};
+    int rc = mx_cli_parse(&cli, argc, argv);
+    if (rc != MX_CLI_RUN)
+        return rc;
     if (sub == NULL || (strcmp(sub, "init") != 0 && strcmp(sub, "show") != 0)) {
         if (sub)
             fprintf(stderr, "mcplex certs: unknown subcommand '%s'\n", sub);
@@ -489,7 +476,7 @@ int mx_cmd_certs(int argc, char **argv)
     memset(&w, 0, sizeof(w));
     if (find_dir(&w, dir, config) != 0)
         return 1;
-    int rc = strcmp(sub, "init") == 0 ? run_init(&w, renew) : run_show(&w);
+    rc = strcmp(sub, "init") == 0 ? run_init(&w, renew) : run_show(&w);
     fflush(stdout);
     where_clear(&w);
     return rc;

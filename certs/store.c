@@ -177,7 +177,23 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
-int mx_certs_read_cert(const char *path, X509 **out, struct stat *st, struct mx_diag *diag)
+static void *pem_cert(BIO *b)
+{
+    return PEM_read_bio_X509(b, NULL, no_passphrase, NULL);
+}
+
+static void *pem_key(BIO *b)
+{
+    return PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL);
+}
+
+/*
+ * Reads |path| (read_small) and decodes it with |decode|. The bytes are
+ * wiped after: they may be a key. Returns 0 with the object in |*out|, or
+ * the error with |diag| set, |not_pem| when the bytes do not decode.
+ */
+static int read_pem(const char *path, void *(*decode)(BIO *b), const char *not_pem, void **out,
+                    struct stat *st, struct mx_diag *diag)
 {
     char *buf;
     size_t len;
@@ -188,36 +204,31 @@ int mx_certs_read_cert(const char *path, X509 **out, struct stat *st, struct mx_
         return rc;
     BIO *b = BIO_new_mem_buf(buf, (int)len);
     if (b)
-        *out = PEM_read_bio_X509(b, NULL, no_passphrase, NULL);
+        *out = decode(b);
     BIO_free(b);
+    OPENSSL_cleanse(buf, len);
     free(buf);
     if (*out == NULL) {
-        mx_certs_ssl_diag(diag, path, "not a PEM certificate");
+        mx_certs_ssl_diag(diag, path, not_pem);
         return MX_EINVAL;
     }
     return 0;
 }
 
+int mx_certs_read_cert(const char *path, X509 **out, struct stat *st, struct mx_diag *diag)
+{
+    void *obj;
+    int rc = read_pem(path, pem_cert, "not a PEM certificate", &obj, st, diag);
+    *out = obj;
+    return rc;
+}
+
 int mx_certs_read_key(const char *path, EVP_PKEY **out, struct stat *st, struct mx_diag *diag)
 {
-    char *buf;
-    size_t len;
-
-    *out = NULL;
-    int rc = read_small(path, &buf, &len, st, diag);
-    if (rc)
-        return rc;
-    BIO *b = BIO_new_mem_buf(buf, (int)len);
-    if (b)
-        *out = PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL);
-    BIO_free(b);
-    OPENSSL_cleanse(buf, len);
-    free(buf);
-    if (*out == NULL) {
-        mx_certs_ssl_diag(diag, path, "not an unencrypted PEM private key");
-        return MX_EINVAL;
-    }
-    return 0;
+    void *obj;
+    int rc = read_pem(path, pem_key, "not an unencrypted PEM private key", &obj, st, diag);
+    *out = obj;
+    return rc;
 }
 
 int mx_certs_check_leaf(X509 *ca, X509 *leaf, struct mx_diag *diag)

@@ -1,22 +1,45 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Option matching for the config-side commands (check, vault): "-c FILE",
- * "--config FILE" and "--config=FILE", with no global state so a command can
+ * The command line of the config-side commands (check, vault, certs): value
+ * options as "-c FILE", "--config FILE" and "--config=FILE", flags, -h and
+ * --help, and positional arguments, with no global state so a command can
  * be run more than once in a process (tests do).
  */
 #ifndef MX_CLI_H
 #define MX_CLI_H
 
-/*
- * If argv[*i] is |short_opt| or |long_opt| (either may be NULL), set |*val|
- * to its value, advance |*i| past a separate value and return 1. Returns 0
- * when argv[*i] is another argument, -1 when the value is missing or empty (a
- * message naming |cmd| is printed on stderr).
- */
-int mx_cli_opt(const char *cmd, int argc, char **argv, int *i, const char *short_opt,
-               const char *long_opt, const char **val);
+#include <stdbool.h>
+#include <stdio.h>
 
-/* True for "-h" and "--help". */
-int mx_cli_is_help(const char *arg);
+/* One option: a value option (|val|) or a flag (|flag|). */
+struct mx_cli_opt {
+    const char *short_opt; /* "-c", or NULL */
+    const char *long_opt;  /* "--config"; a value option also takes "--config=FILE" */
+    const char **val;      /* where the value goes; NULL for a flag */
+    bool *flag;            /* a flag: set true when given */
+};
+
+/* A command's command line, for mx_cli_parse. */
+struct mx_cli {
+    const char *cmd;               /* "check": messages begin "mcplex check: " */
+    void (*usage)(FILE *f);        /* prints the command's help text on |f| */
+    const struct mx_cli_opt *opts; /* ended by a row with neither name */
+    const char **pos;              /* receives the positional arguments */
+    int pos_max;                   /* how many |pos| holds; 0: none are taken */
+    int pos_cnt;                   /* how many came (set by mx_cli_parse) */
+};
+
+/* mx_cli_parse's answer when the command goes on. */
+#define MX_CLI_RUN (-1)
+
+/*
+ * Parse argv[1..] against |c|: its options, -h and --help, and at most
+ * |c->pos_max| other arguments, none starting with '-'. Returns MX_CLI_RUN,
+ * or the exit status the command returns at once: 0 after printing the
+ * usage on stdout for help; 2 after a message on stderr for an option whose
+ * value is missing or empty, or for an unexpected argument (then the usage
+ * on stderr too).
+ */
+int mx_cli_parse(struct mx_cli *c, int argc, char **argv);
 
 #endif

@@ -131,28 +131,16 @@ int mx_cmd_check(int argc, char **argv)
     char line[1024];
     struct tally t = {0, 0};
 
-    for (int i = 1; i < argc; i++) {
-        int r = mx_cli_opt("check", argc, argv, &i, "-c", "--config", &arg);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        if (mx_cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        }
-        fprintf(stderr, "mcplex check: unexpected argument '%s'\n", argv[i]);
-        usage(stderr);
-        return 2;
-    }
-    char *path = mx_config_find(arg);
+    const struct mx_cli_opt opts[] = {{"-c", "--config", &arg, NULL}, {NULL, NULL, NULL, NULL}};
+    struct mx_cli cli = {"check", usage, opts, NULL, 0, 0};
+    int rc = mx_cli_parse(&cli, argc, argv);
+    if (rc != MX_CLI_RUN)
+        return rc;
     memset(&d, 0, sizeof(d));
-    if (mx_config_load(path, &cfg, &d) != 0) {
+    if (mx_config_open(arg, &cfg, &d) != 0) {
         fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
-        free(path);
         return 1;
     }
-    free(path);
     printf("config %s: syntax and values ok\n", cfg->path);
     printf("listen %s, %s", cfg->listen.address, cfg->listen.tls ? "tls" : "plain http");
     if (cfg->listen.tls && cfg->listen.cert)

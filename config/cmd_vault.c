@@ -198,27 +198,14 @@ int mx_cmd_vault(int argc, char **argv)
 {
     const char *vault_arg = NULL, *config_arg = NULL;
     const char *pos[3];
-    int npos = 0;
-
-    for (int i = 1; i < argc; i++) {
-        int r = mx_cli_opt("vault", argc, argv, &i, NULL, "--vault", &vault_arg);
-        if (r == 0)
-            r = mx_cli_opt("vault", argc, argv, &i, "-c", "--config", &config_arg);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        if (mx_cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' || npos == 3) {
-            fprintf(stderr, "mcplex vault: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        pos[npos++] = argv[i];
-    }
+    const struct mx_cli_opt opts[] = {{NULL, "--vault", &vault_arg, NULL},
+                                      {"-c", "--config", &config_arg, NULL},
+                                      {NULL, NULL, NULL, NULL}};
+    struct mx_cli cli = {"vault", usage, opts, pos, 3, 0};
+    int rc = mx_cli_parse(&cli, argc, argv);
+    if (rc != MX_CLI_RUN)
+        return rc;
+    int npos = cli.pos_cnt;
     const char *sub = npos ? pos[0] : NULL;
     bool named = sub && (strcmp(sub, "set") == 0 || strcmp(sub, "rm") == 0);
     if (sub == NULL || (named && npos != 2) ||

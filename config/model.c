@@ -1273,3 +1273,11 @@ char *mx_config_find(const char *arg)
         return mx_xasprintf("%s/mcplex/mcplex.toml", xdg);
     return mx_path_expand("~/.config/mcplex/mcplex.toml");
 }
+
+int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag)
+{
+    char *path = mx_config_find(arg);
+    int rc = mx_config_load(path, out, diag);
+    free(path);
+    return rc;
+}

@@ -148,6 +148,9 @@ void mx_config_free(struct mx_config *cfg);
  */
 char *mx_config_find(const char *arg);
 
+/* mx_config_load of the file mx_config_find(|arg|) names; returns as that. */
+int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag);
+
 /*
  * Reload (model_reload.c): whether two servers have the same settings and
  * resolved secrets (a server that is the same keeps its sessions); and

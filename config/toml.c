@@ -564,27 +564,39 @@ static int parse_word(struct parser *ps, struct mx_toml_value *v)
 
 static int parse_value(struct parser *ps, struct mx_toml_value *v, bool in_array);
 
+/*
+ * Skips blanks and comments inside the array opened at |line|:|col|, and its
+ * closing ']' when that comes next (|*closed|). Returns 0 or the error.
+ */
+static int array_skip(struct parser *ps, int line, int col, bool *closed)
+{
+    int rc = skip_blank(ps);
+    if (rc)
+        return rc;
+    if (peek(ps) == -1)
+        return fail_at(ps, line, col, "unterminated array");
+    *closed = peek(ps) == ']';
+    if (*closed)
+        adv(ps);
+    return 0;
+}
+
 static int parse_array(struct parser *ps, struct mx_toml_value *v)
 {
     int open_line = ps->line, open_col = ps->col;
     struct mx_toml_value *items = NULL;
     size_t cnt = 0, cap = 0;
     char buf[32];
+    bool closed;
     int rc;
 
     adv(ps);
     for (;;) {
-        rc = skip_blank(ps);
+        rc = array_skip(ps, open_line, open_col, &closed);
         if (rc)
             goto fail;
-        if (peek(ps) == -1) {
-            rc = fail_at(ps, open_line, open_col, "unterminated array");
-            goto fail;
-        }
-        if (peek(ps) == ']') {
-            adv(ps);
+        if (closed)
             break;
-        }
         if (cnt == MX_TOML_MAX_ITEMS) {
             rc = limit_at(ps, ps->line, ps->col, "more than %d items in one array",
                           MX_TOML_MAX_ITEMS);
@@ -612,20 +624,14 @@ static int parse_array(struct parser *ps, struct mx_toml_value *v)
             items = mx_xrealloc(items, cap * sizeof(*items));
         }
         items[cnt++] = item;
-        rc = skip_blank(ps);
+        rc = array_skip(ps, open_line, open_col, &closed);
         if (rc)
             goto fail;
-        if (peek(ps) == -1) {
-            rc = fail_at(ps, open_line, open_col, "unterminated array");
-            goto fail;
-        }
+        if (closed)
+            break;
         if (peek(ps) == ',') {
             adv(ps);
             continue;
-        }
-        if (peek(ps) == ']') {
-            adv(ps);
-            break;
         }
         rc = fail_here(ps,
                        "expected ',' or ']' after array item, found %s (array opened at line %d)",

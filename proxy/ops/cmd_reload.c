@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "cmdline.h"
 #include "model.h"
 
 #define RELOAD_WAIT_MS 30000 /* secrets from `cmd:` sources may take a while */
@@ -74,9 +75,7 @@ static int precheck(const char *cfg_arg)
     struct mx_diag diag = {0};
     struct mx_config *cfg = NULL;
     char msg[1024];
-    char *path = mx_config_find(cfg_arg);
-    int rc = mx_config_load(path, &cfg, &diag);
-    free(path);
+    int rc = mx_config_open(cfg_arg, &cfg, &diag);
     mx_config_free(cfg);
     if (rc == 0)
         return 0;
@@ -85,11 +84,11 @@ static int precheck(const char *cfg_arg)
     return 1;
 }
 
-static int reload(const char *cfg_arg, const char *url_arg, const char *ca_arg)
+static int reload(const struct mx_status_where *w)
 {
-    if (url_arg == NULL && precheck(cfg_arg) != 0)
+    if (w->url == NULL && precheck(w->cfg) != 0)
         return 1;
-    json_t *h = mx_status_fetch(cfg_arg, url_arg, ca_arg);
+    json_t *h = mx_status_fetch(w);
     if (h == NULL)
         return 1;
     json_t *jpid = json_object_get(h, "pid");
@@ -115,7 +114,7 @@ static int reload(const char *cfg_arg, const char *url_arg, const char *ca_arg)
     }
     for (long waited = 0; waited < RELOAD_WAIT_MS; waited += POLL_MS) {
         sleep_ms(POLL_MS);
-        h = mx_status_fetch(cfg_arg, url_arg, ca_arg);
+        h = mx_status_fetch(w);
         if (h == NULL)
             return 1;
         json_int_t ok = counter(h, "ok"), failed = counter(h, "failed");
@@ -141,42 +140,20 @@ static int reload(const char *cfg_arg, const char *url_arg, const char *ca_arg)
 
 int mx_cmd_reload(int argc, char **argv)
 {
-    const char *cfg_arg = NULL, *url_arg = NULL, *ca_arg = NULL;
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"url", required_argument, NULL, 'u'},
                                          {"cacert", required_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            cfg_arg = optarg;
-            break;
-        case 'u':
-            url_arg = optarg;
-            break;
-        case 'a':
-            ca_arg = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc || (cfg_arg && url_arg) || (ca_arg && !url_arg)) {
-        usage(stderr);
-        return 2;
-    }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+    static const struct mx_cmdline cl = {"c:h", opts, usage, mx_status_where_opt,
+                                         mx_status_where_fits};
+    struct mx_status_where w = {0};
+    int rc = mx_cmdline_parse(&cl, argc, argv, &w);
+    if (rc != MX_CMDLINE_RUN)
+        return rc;
+    if (mx_cmdline_curl_init() != 0)
         return 1;
-    }
-    int rc = reload(cfg_arg, url_arg, ca_arg);
+    rc = reload(&w);
     curl_global_cleanup();
     return rc;
 }

@@ -20,11 +20,10 @@
 #include "certs.h"
 #include "child.h"
 #include "cmd.h"
-#include "err.h"
+#include "cmdline.h"
 #include "fileio.h"
 #include "gateway.h"
 #include "log.h"
-#include "secret.h"
 #include "snippet.h"
 #include "tls.h"
 
@@ -193,31 +192,29 @@ out:
     return tls;
 }
 
-/* --log-format and --access-log; both take effect before the config is read. */
-static int log_opt(int ch, const char *arg)
-{
-    enum mx_log_format fmt;
-    if (ch == 'a') {
-        mx_log_set_access(true);
-        return 0;
-    }
-    if (mx_log_format_parse(arg, &fmt) != 0) {
-        fprintf(stderr, "mcplex: --log-format must be text or json\n");
-        return MX_EINVAL;
-    }
-    mx_log_set_format(fmt);
-    return 0;
-}
-
 static bool is_loopback_address(const char *addr)
 {
     return strncmp(addr, "127.", 4) == 0 || strncmp(addr, "[::1]:", 6) == 0 ||
            strncmp(addr, "localhost:", 10) == 0;
 }
 
+struct serve_opts {
+    struct mx_cmdline_run run;
+    const char *port_file;
+};
+
+static int serve_opt(int ch, const char *arg, void *data)
+{
+    struct serve_opts *o = data;
+    if (ch == 'p') {
+        o->port_file = arg;
+        return 0;
+    }
+    return mx_cmdline_run_opt(ch, arg, &o->run);
+}
+
 int mx_cmd_serve(int argc, char **argv)
 {
-    const char *cfg_arg = NULL, *level_arg = NULL, *port_file = NULL;
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"log-level", required_argument, NULL, 'l'},
                                          {"port-file", required_argument, NULL, 'p'},
@@ -225,56 +222,22 @@ int mx_cmd_serve(int argc, char **argv)
                                          {"access-log", no_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            cfg_arg = optarg;
-            break;
-        case 'l':
-            level_arg = optarg;
-            break;
-        case 'p':
-            port_file = optarg;
-            break;
-        case 'f':
-        case 'a':
-            if (log_opt(ch, optarg) != 0)
-                return 2;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
+    static const struct mx_cmdline cl = {"c:h", opts, usage, serve_opt, NULL};
+    struct serve_opts o = {0};
+    int rc = mx_cmdline_parse(&cl, argc, argv, &o);
+    if (rc != MX_CMDLINE_RUN)
+        return rc;
 
     struct mx_diag diag = {0};
     char msg[1024];
-    struct mx_config *cfg = NULL;
     struct serve s = {0};
-    char *path = mx_config_find(cfg_arg);
-    if (mx_config_load(path, &cfg, &diag) != 0) {
-        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
-        free(path);
+    struct mx_config *cfg = mx_cmdline_config(o.run.cfg);
+    if (cfg == NULL)
         return 1;
-    }
-    free(path);
-    enum mx_log_level level = MX_LOG_INFO;
-    const char *lv = level_arg ? level_arg : cfg->proxy.log_level;
-    if (lv && mx_log_level_parse(lv, &level) != 0) {
-        fprintf(stderr, "mcplex: unknown log level '%s'\n", lv);
+    if (mx_cmdline_log_level(o.run.level, cfg) != 0) {
         mx_config_free(cfg);
         return 2;
     }
-    mx_log_set_level(level);
     /* Beyond loopback, anyone on the network could spend the vault's tokens:
      * that takes an explicit allow_remote and a client token. */
     if (!is_loopback_address(cfg->listen.address) &&
@@ -286,11 +249,7 @@ int mx_cmd_serve(int argc, char **argv)
         mx_config_free(cfg);
         return 1;
     }
-    const char *why;
-    if (mx_secret_protect_process(&why) != 0)
-        mx_log_warn("serve", "%s", why);
-    if (mx_config_resolve_secrets(cfg, &diag) != 0) {
-        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+    if (mx_cmdline_secrets(cfg, "serve") != 0) {
         mx_config_free(cfg);
         return 1;
     }
@@ -304,8 +263,7 @@ int mx_cmd_serve(int argc, char **argv)
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+    if (mx_cmdline_curl_init() != 0) {
         mx_config_free(cfg);
         return 1;
     }
@@ -326,7 +284,7 @@ int mx_cmd_serve(int argc, char **argv)
         return 1;
     }
     s.cfg_path = mx_xstrdup(cfg->path);
-    s.level_from_flag = level_arg != NULL;
+    s.level_from_flag = o.run.level != NULL;
     /* Nothing is accepted before ev_run(), so every connection gets TLS. */
     if (tls)
         mx_httpd_set_tls(s.gw->httpd, tls);
@@ -354,8 +312,8 @@ int mx_cmd_serve(int argc, char **argv)
         mx_snippet_print(stderr, "mcplex", url, cfg->listen.client_token ? "MCPLEX_TOKEN" : NULL);
         free(url);
     }
-    if (port_file && write_port_file(port_file, s.gw->port) != 0)
-        mx_log_warn("serve", "cannot write port file %s: %s", port_file, strerror(errno));
+    if (o.port_file && write_port_file(o.port_file, s.gw->port) != 0)
+        mx_log_warn("serve", "cannot write port file %s: %s", o.port_file, strerror(errno));
 
     ev_run(loop, 0);
 

@@ -19,7 +19,7 @@
 #include "buf.h"
 #include "certs.h"
 #include "cmd_status.h"
-#include "diag.h"
+#include "cmdline.h"
 #include "err.h"
 #include "model.h"
 #include "num.h"
@@ -291,37 +291,29 @@ static int fetch(const struct target *t, struct mx_buf *out)
 
 /* The /health target from --url (and --cacert) or from the config's
  * [listen]. Returns 0, or 1 after printing why. */
-static int target_make(const char *cfg_arg, const char *url_arg, const char *ca_arg,
-                       struct target *t)
+static int target_make(const struct mx_status_where *w, struct target *t)
 {
-    if (url_arg) {
-        t->url = health_url(url_arg);
-        t->ca_file = ca_arg ? mx_xstrdup(ca_arg) : NULL;
+    if (w->url) {
+        t->url = health_url(w->url);
+        t->ca_file = w->ca ? mx_xstrdup(w->ca) : NULL;
         return 0;
     }
-    struct mx_diag diag = {0};
-    struct mx_config *cfg = NULL;
-    char msg[1024];
-    char *path = mx_config_find(cfg_arg);
-    int rc = mx_config_load(path, &cfg, &diag);
-    free(path);
-    if (rc != 0) {
-        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+    struct mx_config *cfg = mx_cmdline_config(w->cfg);
+    if (cfg == NULL)
         return 1;
-    }
-    rc = target_from_config(cfg, t);
+    int rc = target_from_config(cfg, t);
     mx_config_free(cfg);
     return rc ? 1 : 0;
 }
 
-json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca_arg)
+json_t *mx_status_fetch(const struct mx_status_where *w)
 {
     struct target t = {0};
     struct mx_buf body;
     json_t *h = NULL;
     json_error_t jerr;
     mx_buf_init(&body, HEALTH_CAP);
-    if (target_make(cfg_arg, url_arg, ca_arg, &t) == 0 && fetch(&t, &body) == 0) {
+    if (target_make(w, &t) == 0 && fetch(&t, &body) == 0) {
         h = json_loadb(mx_buf_data(&body), mx_buf_len(&body), JSON_REJECT_DUPLICATES, &jerr);
         if (!json_is_object(h)) {
             fprintf(stderr, "mcplex: %s did not answer /health JSON: %s\n", t.url, jerr.text);
@@ -334,56 +326,68 @@ json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca
     return h;
 }
 
+int mx_status_where_opt(int ch, const char *arg, void *data)
+{
+    struct mx_status_where *w = data;
+    if (ch == 'c')
+        w->cfg = arg;
+    else if (ch == 'u')
+        w->url = arg;
+    else if (ch == 'a')
+        w->ca = arg;
+    return 0;
+}
+
+bool mx_status_where_fits(const void *data)
+{
+    const struct mx_status_where *w = data;
+    return !(w->cfg && w->url) && !(w->ca && !w->url);
+}
+
+struct status_opts {
+    struct mx_status_where where;
+    bool raw; /* --json */
+};
+
+static int status_opt(int ch, const char *arg, void *data)
+{
+    struct status_opts *o = data;
+    if (ch == 'j') {
+        o->raw = true;
+        return 0;
+    }
+    return mx_status_where_opt(ch, arg, &o->where);
+}
+
+static bool status_fits(const void *data)
+{
+    const struct status_opts *o = data;
+    return mx_status_where_fits(&o->where);
+}
+
 int mx_cmd_status(int argc, char **argv)
 {
-    const char *cfg_arg = NULL, *url_arg = NULL, *ca_arg = NULL;
-    bool raw = false;
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
         {"url", required_argument, NULL, 'u'},    {"cacert", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            cfg_arg = optarg;
-            break;
-        case 'j':
-            raw = true;
-            break;
-        case 'u':
-            url_arg = optarg;
-            break;
-        case 'a':
-            ca_arg = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc || (cfg_arg && url_arg) || (ca_arg && !url_arg)) {
-        usage(stderr);
-        return 2;
-    }
+    static const struct mx_cmdline cl = {"c:h", opts, usage, status_opt, status_fits};
+    struct status_opts o = {0};
+    int ret = mx_cmdline_parse(&cl, argc, argv, &o);
+    if (ret != MX_CMDLINE_RUN)
+        return ret;
 
     struct target t = {0};
-    int ret = 1;
     struct mx_buf body;
+    ret = 1;
     mx_buf_init(&body, HEALTH_CAP);
-    if (target_make(cfg_arg, url_arg, ca_arg, &t) != 0)
+    if (target_make(&o.where, &t) != 0)
         goto out;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+    if (mx_cmdline_curl_init() != 0)
         goto out;
-    }
     if (fetch(&t, &body) != 0)
         goto out_curl;
-    if (raw) {
+    if (o.raw) {
         fwrite(mx_buf_data(&body), 1, mx_buf_len(&body), stdout);
         if (mx_buf_len(&body) && mx_buf_data(&body)[mx_buf_len(&body) - 1] != '\n')
             fputc('\n', stdout);

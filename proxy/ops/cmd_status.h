@@ -8,6 +8,7 @@
 #ifndef MX_CMD_STATUS_H
 #define MX_CMD_STATUS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -25,12 +26,33 @@ int mx_cmd_status(int argc, char **argv);
 void mx_status_render(FILE *out, const json_t *health, const char *url, time_t now);
 
 /*
- * GET /health of the gateway at |url_arg| (with |ca_arg|) or else at the
- * [listen] address of the config |cfg_arg| names (mx_config_find). The
+ * Where a running gateway is, as `status` and `reload` take it: the config
+ * whose [listen] names it (-c), or its base URL (--url) with the CA to trust
+ * (--cacert). Each is NULL when not given.
+ */
+struct mx_status_where {
+    const char *cfg;
+    const char *url;
+    const char *ca;
+};
+
+/*
+ * An mx_cmdline option callback (cmdline.h) for -c, --url and --cacert, as
+ * getopt_long's 'c', 'u' and 'a', into the struct mx_status_where |data|;
+ * returns 0.
+ */
+int mx_status_where_opt(int ch, const char *arg, void *data);
+/* Whether the struct mx_status_where |data| holds options that go
+ * together: -c or --url, not both; --cacert only with --url. */
+bool mx_status_where_fits(const void *data);
+
+/*
+ * GET /health of the gateway at |w->url| (with |w->ca|) or else at the
+ * [listen] address of the config |w->cfg| names (mx_config_find). The
  * caller has initialised libcurl. Returns the object, or NULL after
  * printing why on stderr.
  */
-json_t *mx_status_fetch(const char *cfg_arg, const char *url_arg, const char *ca_arg);
+json_t *mx_status_fetch(const struct mx_status_where *w);
 
 int mx_cmd_reload(int argc, char **argv);
 

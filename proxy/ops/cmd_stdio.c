@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "child.h"
 #include "cmd.h"
+#include "cmdline.h"
 #include "gateway.h"
 #include "log.h"
 #include "mcp.h"
@@ -116,83 +117,32 @@ static int take_stdio(int *in_fd, int *out_fd)
     return 0;
 }
 
-/* The config with its secrets resolved, the log level set; NULL after
- * printing why. */
-static struct mx_config *load(const char *cfg_arg, const char *level_arg)
-{
-    struct mx_diag diag = {0};
-    char msg[1024];
-    struct mx_config *cfg = NULL;
-    char *path = mx_config_find(cfg_arg);
-    int rc = mx_config_load(path, &cfg, &diag);
-    free(path);
-    if (rc != 0) {
-        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
-        return NULL;
-    }
-    enum mx_log_level level = MX_LOG_INFO;
-    const char *lv = level_arg ? level_arg : cfg->proxy.log_level;
-    if (lv && mx_log_level_parse(lv, &level) != 0) {
-        fprintf(stderr, "mcplex: unknown log level '%s'\n", lv);
-        mx_config_free(cfg);
-        return NULL;
-    }
-    mx_log_set_level(level);
-    /* as serve: no core file, secret values in locked memory */
-    const char *why;
-    if (mx_secret_protect_process(&why) != 0)
-        mx_log_warn(SUBSYS, "%s", why);
-    if (mx_config_resolve_secrets(cfg, &diag) != 0) {
-        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
-        mx_config_free(cfg);
-        return NULL;
-    }
-    return cfg;
-}
-
 int mx_cmd_stdio(int argc, char **argv)
 {
-    const char *cfg_arg = NULL, *level_arg = NULL;
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                          {"log-level", required_argument, NULL, 'l'},
                                          {"access-log", no_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'c':
-            cfg_arg = optarg;
-            break;
-        case 'l':
-            level_arg = optarg;
-            break;
-        case 'a':
-            mx_log_set_access(true);
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        usage(stderr);
-        return 2;
-    }
+    static const struct mx_cmdline cl = {"c:h", opts, usage, mx_cmdline_run_opt, NULL};
+    struct mx_cmdline_run o = {0};
+    int rc = mx_cmdline_parse(&cl, argc, argv, &o);
+    if (rc != MX_CMDLINE_RUN)
+        return rc;
 
     int in_fd, out_fd;
     if (take_stdio(&in_fd, &out_fd) != 0)
         return 1;
-    struct mx_config *cfg = load(cfg_arg, level_arg);
+    struct mx_config *cfg = mx_cmdline_config(o.cfg);
     if (cfg == NULL)
         return 1;
+    /* as serve: the log level, then the secrets in a protected process */
+    if (mx_cmdline_log_level(o.level, cfg) != 0 || mx_cmdline_secrets(cfg, SUBSYS) != 0) {
+        mx_config_free(cfg);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        fprintf(stderr, "mcplex: libcurl initialisation failed\n");
+    if (mx_cmdline_curl_init() != 0) {
         mx_config_free(cfg);
         return 1;
     }

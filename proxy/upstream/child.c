@@ -129,7 +129,8 @@ static void set_nonblock(int fd)
 
 /* ---- freeing ---- */
 
-static void child_free(struct mx_child *c)
+/* Closes the pipes and stops every watcher; may be called again. */
+static void stop_all(struct mx_child *c)
 {
     close_fd(c->loop, &c->in_w, &c->in_fd);
     close_fd(c->loop, &c->out_w, &c->out_fd);
@@ -137,6 +138,11 @@ static void child_free(struct mx_child *c)
     ev_child_stop(c->loop, &c->child_w);
     ev_timer_stop(c->loop, &c->timer);
     ev_idle_stop(c->loop, &c->kick);
+}
+
+static void child_free(struct mx_child *c)
+{
+    stop_all(c);
     if (c->all_prev)
         c->all_prev->all_next = c->all_next;
     else
@@ -167,12 +173,7 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 static void queue_free(struct mx_child *c)
 {
     /* every watcher stops now; the memory goes before the loop's next wait */
-    close_fd(c->loop, &c->in_w, &c->in_fd);
-    close_fd(c->loop, &c->out_w, &c->out_fd);
-    close_fd(c->loop, &c->err_w, &c->err_fd);
-    ev_child_stop(c->loop, &c->child_w);
-    ev_timer_stop(c->loop, &c->timer);
-    ev_idle_stop(c->loop, &c->kick);
+    stop_all(c);
     c->reap_next = reap_head;
     reap_head = c;
     if (reaper_loop == NULL) {
@@ -396,25 +397,37 @@ void mx_child_resume(struct mx_child *c)
 
 /* ---- stdin ---- */
 
-static void in_cb(struct ev_loop *loop, ev_io *w, int revents)
+/*
+ * Writes the queue to the child's stdin until it is empty or the pipe is
+ * full. Returns 0 (all written), MX_EAGAIN (the rest waits for POLLOUT) or
+ * MX_ECLOSED (the pipe failed: the queue is dropped and the pipe closed).
+ */
+static int flush_in(struct mx_child *c)
 {
-    struct mx_child *c = mx_container_of(w, struct mx_child, in_w);
-    (void)revents;
     while (mx_buf_len(&c->in_q)) {
         ssize_t n = write(c->in_fd, mx_buf_data(&c->in_q), mx_buf_len(&c->in_q));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;
+            return MX_EAGAIN;
         if (n < 0) {
             /* EPIPE: it closed its stdin; what follows is its exit */
             mx_log_debug(SUBSYS, "[%s] stdin: %s", c->name, strerror(errno));
             mx_buf_reset(&c->in_q);
-            close_fd(loop, &c->in_w, &c->in_fd);
-            return;
+            close_fd(c->loop, &c->in_w, &c->in_fd);
+            return MX_ECLOSED;
         }
         mx_buf_consume(&c->in_q, (size_t)n);
     }
+    return 0;
+}
+
+static void in_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct mx_child *c = mx_container_of(w, struct mx_child, in_w);
+    (void)revents;
+    if (flush_in(c) != 0)
+        return;
     ev_io_stop(loop, w);
     if (c->in_blocked && c->state == CS_RUNNING) {
         c->in_blocked = false;
@@ -435,21 +448,10 @@ int mx_child_write(struct mx_child *c, const char *p, size_t len)
     if (!was_empty)
         return 0;
     /* try at once; what the pipe does not take waits for POLLOUT */
-    while (mx_buf_len(&c->in_q)) {
-        ssize_t n = write(c->in_fd, mx_buf_data(&c->in_q), mx_buf_len(&c->in_q));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            break;
-        if (n < 0) {
-            mx_log_debug(SUBSYS, "[%s] stdin: %s", c->name, strerror(errno));
-            mx_buf_reset(&c->in_q);
-            close_fd(c->loop, &c->in_w, &c->in_fd);
-            return MX_ECLOSED;
-        }
-        mx_buf_consume(&c->in_q, (size_t)n);
-    }
-    if (mx_buf_len(&c->in_q)) {
+    int rc = flush_in(c);
+    if (rc == MX_ECLOSED)
+        return rc;
+    if (rc == MX_EAGAIN) {
         c->in_blocked = true;
         ev_io_start(c->loop, &c->in_w);
     }

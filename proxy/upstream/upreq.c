@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Upstream request headers and failure descriptions. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,77 +69,70 @@ static void check_hint(const struct mx_server_cfg *cfg, char *out, size_t cap)
         snprintf(out, cap, "check the secret %s", mx_secret_ref_show(ref, shown, sizeof(shown)));
 }
 
+static void upfail(struct mx_upfail *out, int code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void upfail(struct mx_upfail *out, int code, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    memset(out, 0, sizeof(*out));
+    out->code = code;
+    out->reason = reason;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+}
+
 void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)
 {
     char hint[256];
-    memset(out, 0, sizeof(*out));
     if (status == 401 || status == 403) {
         check_hint(cfg, hint, sizeof(hint));
-        out->code = MX_RPC_UPSTREAM_AUTH;
-        out->reason = "auth-failed";
-        snprintf(out->message, sizeof(out->message),
-                 "upstream '%s' auth-failed: it refused its credential (HTTP %ld); %s", cfg->name,
-                 status, hint);
+        upfail(out, MX_RPC_UPSTREAM_AUTH, "auth-failed",
+               "upstream '%s' auth-failed: it refused its credential (HTTP %ld); %s", cfg->name,
+               status, hint);
         return;
     }
     for (size_t i = 0; i < cfg->retry_on_cnt; i++) {
         if (cfg->retry_on[i] == status) {
-            out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
-            out->reason = "not-awake";
-            snprintf(out->message, sizeof(out->message), "upstream '%s' answered HTTP %ld",
-                     cfg->name, status);
+            upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "not-awake", "upstream '%s' answered HTTP %ld",
+                   cfg->name, status);
             return;
         }
     }
-    out->code = MX_RPC_UPSTREAM_HTTP;
-    out->reason = "http-error";
-    snprintf(out->message, sizeof(out->message), "upstream '%s' answered HTTP %ld", cfg->name,
-             status);
+    upfail(out, MX_RPC_UPSTREAM_HTTP, "http-error", "upstream '%s' answered HTTP %ld", cfg->name,
+           status);
 }
 
 void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct mx_ureq_info *info,
                          struct mx_upfail *out)
 {
-    memset(out, 0, sizeof(*out));
-    if (info && info->wake_timeout) {
-        out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
-        out->reason = "not-awake";
-        snprintf(out->message, sizeof(out->message), "upstream '%s' did not wake within %lld s",
-                 cfg->name, (long long)(cfg->wake_timeout_ms / 1000));
-    } else if (err == MX_EPROTO) {
-        out->code = MX_RPC_UPSTREAM_HTTP;
-        out->reason = "invalid-header";
-        snprintf(out->message, sizeof(out->message),
-                 "upstream '%s' sent an invalid header (a control character in a header value); "
-                 "its answer was refused, and the request may have run",
-                 cfg->name);
-    } else if (err == MX_ETIMEDOUT) {
-        out->code = MX_RPC_UPSTREAM_TIMEOUT;
-        out->reason = "timed-out";
-        snprintf(out->message, sizeof(out->message), "upstream '%s' timed out after %lld s",
-                 cfg->name, (long long)(cfg->request_timeout_ms / 1000));
-    } else if (info && info->body_sent) {
-        out->code = MX_RPC_OUTCOME_UNKNOWN;
-        out->reason = "outcome-unknown";
-        snprintf(out->message, sizeof(out->message),
-                 "upstream '%s' closed the connection after the request was sent; its outcome "
-                 "is unknown, so it was not repeated",
-                 cfg->name);
-    } else {
-        out->code = MX_RPC_UPSTREAM_UNAVAILABLE;
-        out->reason = "unreachable";
-        snprintf(out->message, sizeof(out->message), "upstream '%s' is unreachable (%s)", cfg->name,
-                 mx_strerror(err));
-    }
+    if (info && info->wake_timeout)
+        upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "not-awake",
+               "upstream '%s' did not wake within %lld s", cfg->name,
+               (long long)(cfg->wake_timeout_ms / 1000));
+    else if (err == MX_EPROTO)
+        upfail(out, MX_RPC_UPSTREAM_HTTP, "invalid-header",
+               "upstream '%s' sent an invalid header (a control character in a header value); "
+               "its answer was refused, and the request may have run",
+               cfg->name);
+    else if (err == MX_ETIMEDOUT)
+        upfail(out, MX_RPC_UPSTREAM_TIMEOUT, "timed-out", "upstream '%s' timed out after %lld s",
+               cfg->name, (long long)(cfg->request_timeout_ms / 1000));
+    else if (info && info->body_sent)
+        upfail(out, MX_RPC_OUTCOME_UNKNOWN, "outcome-unknown",
+               "upstream '%s' closed the connection after the request was sent; its outcome "
+               "is unknown, so it was not repeated",
+               cfg->name);
+    else
+        upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", "upstream '%s' is unreachable (%s)",
+               cfg->name, mx_strerror(err));
 }
 
 void mx_upfail_proto(const struct mx_server_cfg *cfg, const char *what, struct mx_upfail *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->code = MX_RPC_UPSTREAM_HTTP;
-    out->reason = "protocol-error";
-    snprintf(out->message, sizeof(out->message), "upstream '%s' broke the protocol: %s", cfg->name,
-             what);
+    upfail(out, MX_RPC_UPSTREAM_HTTP, "protocol-error", "upstream '%s' broke the protocol: %s",
+           cfg->name, what);
 }
 
 json_t *mx_upfail_error(const struct mx_server_cfg *cfg, const struct mx_upfail *f)
