@@ -28,19 +28,6 @@ static void usage(FILE *f)
                "Exit status: 0 valid, 1 invalid, 2 usage error.\n");
 }
 
-static const char *transport_name(enum mx_transport t)
-{
-    switch (t) {
-    case MX_TRANSPORT_HTTP:
-        return "streamable-http";
-    case MX_TRANSPORT_SSE:
-        return "sse";
-    case MX_TRANSPORT_STDIO:
-        return "stdio";
-    }
-    return "?";
-}
-
 static void print_auth(const struct mx_server_cfg *s)
 {
     switch (s->auth) {
@@ -98,7 +85,7 @@ static void check_server(const struct mx_config *cfg, const struct mx_server_cfg
 {
     char who[64];
     snprintf(who, sizeof(who), "server '%s'", s->name);
-    printf("server %s: %s", s->name, transport_name(s->transport));
+    printf("server %s: %s", s->name, mx_transport_name(s->transport));
     if (s->transport == MX_TRANSPORT_STDIO) {
         printf(", command %s\n", s->command.v[0]);
     } else {

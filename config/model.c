@@ -587,7 +587,14 @@ static int walk(struct ctx *c, const struct mx_toml_table *t, const struct field
 static const char *const prefix_names[] = {"conditional", "always", NULL};
 static const char *const start_names[] = {"lazy", "eager", NULL};
 static const char *const session_names[] = {"shared", "per-client", NULL};
+/* Indexed by enum mx_transport. */
 static const char *const transport_names[] = {"streamable-http", "sse", "stdio", NULL};
+
+const char *mx_transport_name(enum mx_transport t)
+{
+    return (size_t)t < sizeof(transport_names) / sizeof(transport_names[0]) - 1 ? transport_names[t]
+                                                                                : "?";
+}
 
 static int set_prefix(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
@@ -619,12 +626,10 @@ static int set_session(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 /* Only the spelling here; whether it fits url or command is checked per server. */
 static int set_transport(struct ctx *c, const struct mx_toml_entry *e, void *obj)
 {
-    static const enum mx_transport map[] = {MX_TRANSPORT_HTTP, MX_TRANSPORT_SSE,
-                                            MX_TRANSPORT_STDIO};
     int v = 0;
     int rc = get_enum(c, e, transport_names, &v);
     if (rc == 0)
-        ((struct mx_server_cfg *)obj)->transport = map[v];
+        ((struct mx_server_cfg *)obj)->transport = (enum mx_transport)v;
     return rc;
 }
 

@@ -31,6 +31,9 @@ enum mx_transport {
     MX_TRANSPORT_STDIO = 2, /* command */
 };
 
+/* The config spelling of |t| ("streamable-http", "sse", "stdio"). */
+const char *mx_transport_name(enum mx_transport t);
+
 enum mx_start_mode {
     MX_START_LAZY = 0,
     MX_START_EAGER = 1,

@@ -345,6 +345,10 @@ static void test_model_every_key(void **state)
     assert_string_equal(w->name, "web");
     assert_string_equal(w->url, "http://127.0.0.1:8000/mcp");
     assert_int_equal(w->transport, MX_TRANSPORT_SSE);
+    assert_string_equal(mx_transport_name(w->transport), "sse");
+    assert_string_equal(mx_transport_name(MX_TRANSPORT_HTTP), "streamable-http");
+    assert_string_equal(mx_transport_name(MX_TRANSPORT_STDIO), "stdio");
+    assert_string_equal(mx_transport_name((enum mx_transport)3), "?");
     assert_int_equal(w->start, MX_START_EAGER);
     assert_int_equal(w->auth, MX_AUTH_HEADER);
     assert_string_equal(w->auth_name, "X-Api-Key");
