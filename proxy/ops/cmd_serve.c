@@ -21,7 +21,6 @@
 #include "child.h"
 #include "cmd.h"
 #include "cmdline.h"
-#include "fileio.h"
 #include "gateway.h"
 #include "log.h"
 #include "snippet.h"
@@ -254,11 +253,7 @@ int mx_cmd_serve(int argc, char **argv)
         return 1;
     }
 
-    /* The certs and the catalogue live there: someone else who can write to it
-     * could swap the CA key or what clients are told about the tools. */
-    if (cfg->proxy.state_dir && mx_dir_private(cfg->proxy.state_dir, &diag) != 0) {
-        fprintf(stderr, "mcplex: %s: [proxy] state_dir: %s\n", cfg->path,
-                mx_diag_format(&diag, msg, sizeof(msg)));
+    if (mx_cmdline_state_dir(cfg) != 0) {
         mx_config_free(cfg);
         return 1;
     }

@@ -136,8 +136,10 @@ int mx_cmd_stdio(int argc, char **argv)
     struct mx_config *cfg = mx_cmdline_config(o.cfg);
     if (cfg == NULL)
         return 1;
-    /* as serve: the log level, then the secrets in a protected process */
-    if (mx_cmdline_log_level(o.level, cfg) != 0 || mx_cmdline_secrets(cfg, SUBSYS) != 0) {
+    /* as serve: the log level, the secrets in a protected process, then a
+     * state_dir of the user's own */
+    if (mx_cmdline_log_level(o.level, cfg) != 0 || mx_cmdline_secrets(cfg, SUBSYS) != 0 ||
+        mx_cmdline_state_dir(cfg) != 0) {
         mx_config_free(cfg);
         return 1;
     }

@@ -12,6 +12,7 @@
 #include "cmdline.h"
 #include "diag.h"
 #include "err.h"
+#include "fileio.h"
 #include "log.h"
 #include "model.h"
 #include "secret.h"
@@ -100,6 +101,19 @@ int mx_cmdline_secrets(struct mx_config *cfg, const char *subsys)
     if (rc != 0)
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
     return rc;
+}
+
+int mx_cmdline_state_dir(const struct mx_config *cfg)
+{
+    struct mx_diag diag = {0};
+    char msg[1024];
+    /* The certs and the catalogue live there: someone else who can write to
+     * it could swap the CA key or what clients are told about the tools. */
+    if (cfg->proxy.state_dir == NULL || mx_dir_private(cfg->proxy.state_dir, &diag) == 0)
+        return 0;
+    fprintf(stderr, "mcplex: %s: [proxy] state_dir: %s\n", cfg->path,
+            mx_diag_format(&diag, msg, sizeof(msg)));
+    return -1;
 }
 
 int mx_cmdline_curl_init(void)

@@ -78,6 +78,13 @@ int mx_cmdline_log_level(const char *level_arg, const struct mx_config *cfg);
  */
 int mx_cmdline_secrets(struct mx_config *cfg, const char *subsys);
 
+/*
+ * [proxy] state_dir made 0700 when missing, and refused when another user
+ * owns it or group or others may write to it (mx_dir_private). Returns 0, or
+ * -1 after printing why.
+ */
+int mx_cmdline_state_dir(const struct mx_config *cfg);
+
 /* curl_global_init; returns 0, or -1 after printing why. */
 int mx_cmdline_curl_init(void);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `mcplex serve` and its state_dir: a missing one is made 0700 and serve
- * starts; one that group or others can write to, or that belongs to another
- * user, is refused at start with a message naming it and the fix.
+ * `mcplex serve`, `mcplex stdio` and their state_dir: a missing one is made
+ * 0700 and the command starts; one that group or others can write to, or
+ * that belongs to another user, is refused at start with a message naming
+ * it and the fix.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,20 +46,34 @@ static char *config(const char *state, int *port)
     return path;
 }
 
-/* `mcplex serve` that must refuse |state|: exit 1, |why| in its output. */
-static void assert_refused(const char *name, const char *cfg, const char *state, const char *why)
+/* `mcplex <cmd>` (serve, or stdio with no input) run to its end; its exit
+ * status and output. */
+static int run(const char *name, const char *cmd, const char *cfg, char **out)
 {
     char *mcplex = mx_xasprintf("%s/mcplex", mx_it_build_dir());
-    char *out = NULL;
-    const char *argv[] = {mcplex, "serve", "-c", cfg, NULL};
-    int rc = mx_it_run(name, argv, NULL, RUN_TIMEOUT_MS, &out);
-    if (rc != 1)
-        fail_msg("serve with state_dir %s: exit %d, want 1:\n%s", state, rc, out);
-    assert_contains(out, "state_dir");
-    assert_contains(out, state);
-    assert_contains(out, why);
-    free(out);
+    const char *argv[] = {mcplex, cmd, "-c", cfg, NULL};
+    int rc = mx_it_run(name, argv, NULL, RUN_TIMEOUT_MS, out);
     free(mcplex);
+    return rc;
+}
+
+/* `mcplex serve` and `mcplex stdio` must each refuse |state|: exit 1, |why|
+ * in the output. */
+static void assert_refused(const char *name, const char *cfg, const char *state, const char *why)
+{
+    static const char *const cmds[] = {"serve", "stdio"};
+    for (size_t i = 0; i < 2; i++) {
+        char *label = mx_xasprintf("%s-%s", cmds[i], name);
+        char *out = NULL;
+        int rc = run(label, cmds[i], cfg, &out);
+        if (rc != 1)
+            fail_msg("%s with state_dir %s: exit %d, want 1:\n%s", cmds[i], state, rc, out);
+        assert_contains(out, "state_dir");
+        assert_contains(out, state);
+        assert_contains(out, why);
+        free(out);
+        free(label);
+    }
 }
 
 static void test_it_state_dir_refused(void **state)
@@ -94,6 +109,21 @@ static void test_it_state_dir_made(void **state)
     assert_int_equal(stat(dir, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0700);
     assert_int_equal(st.st_uid, geteuid());
+
+    /* mcplex stdio makes its missing state_dir the same way */
+    char *dir2 = mx_it_path("new2/state");
+    int port2;
+    char *cfg2 = config(dir2, &port2);
+    char *out = NULL;
+    int rc = run("stdio-made", "stdio", cfg2, &out);
+    if (rc != 0)
+        fail_msg("stdio with a missing state_dir: exit %d, want 0:\n%s", rc, out);
+    if (stat(dir2, &st) != 0)
+        fail_msg("stdio did not make its state_dir %s:\n%s", dir2, out);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    free(out);
+    free(cfg2);
+    free(dir2);
     free(cfg);
     free(dir);
     mx_it_pass();
