@@ -40,10 +40,10 @@ static const char *const levels[] = {"debug", "info",     "notice", "warning",
 static size_t live_cnt;
 
 const struct mx_call_upops mx_call_upsess = {
-    mx_upsess_new,         mx_upsess_close,   mx_upsess_key,       mx_upsess_is_ready,
-    mx_upsess_init_result, mx_upsess_request, mx_uprpc_cancel,     mx_uprpc_resume,
-    mx_uprpc_input_key,    mx_upsess_send,    mx_upsess_env_clear, mx_uprpc_want_raw,
-    mx_uprpc_raw_result,
+    mx_upsess_new,         mx_upsess_close,    mx_upsess_key,       mx_upsess_is_ready,
+    mx_upsess_init_result, mx_upsess_request,  mx_uprpc_cancel,     mx_uprpc_resume,
+    mx_uprpc_input_key,    mx_upsess_send,     mx_upsess_env_clear, mx_uprpc_want_raw,
+    mx_uprpc_raw_result,   mx_uprpc_give_text,
 };
 
 size_t mx_call_live_cnt(void)
@@ -746,7 +746,8 @@ static void rpc_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail 
 static const struct mx_uprpc_cbs rpc_cbs = {rpc_message, rpc_done, rpc_wait};
 
 int mx_call_route(struct mx_call *c, struct mx_call_via *via, size_t up_idx, struct mx_upstream *up,
-                  json_t *upmsg, uint64_t session_key, long timeout_ms)
+                  json_t *upmsg, const struct mx_call_text *text, uint64_t session_key,
+                  long timeout_ms)
 {
     struct mx_callhub *h = c->hub;
     const struct mx_idmap_call *e;
@@ -773,13 +774,23 @@ int mx_call_route(struct mx_call *c, struct mx_call_via *via, size_t up_idx, str
     }
     /* MCP checklist §8: the upstream sees mcplex's ids and tokens only */
     json_object_set_new(upmsg, "id", json_integer((json_int_t)c->up_id));
-    json_t *meta = json_object_get(json_object_get(upmsg, "params"), "_meta");
-    if (c->token && json_is_object(meta))
+    json_t *params = json_object_get(upmsg, "params");
+    bool token = c->token && json_is_object(json_object_get(params, "_meta"));
+    if (token) {
+        json_t *meta = mx_rpc_own(mx_rpc_own(upmsg, "params", false), "_meta", false);
         json_object_set_new(meta, "progressToken", json_integer((json_int_t)c->up_id));
+    }
     if (c->t_up_start == 0)
         c->t_up_start = mx_call_now();
     rc = via->s ? h->ops.request(via->s, upmsg, timeout_ms, &rpc_cbs, c, &c->rpc) : MX_ECLOSED;
     json_decref(upmsg);
+    if (rc == 0 && text && text->text.p && h->ops.give_text) {
+        struct mx_rpc_edits ed = {c->up_id, token, text->name};
+        size_t len;
+        char *bytes = mx_rpc_splice(text->text, &ed, &len);
+        if (bytes)
+            h->ops.give_text(c->rpc, bytes, len);
+    }
     if (rc) {
         struct mx_upfail fail;
         c->rpc = NULL;

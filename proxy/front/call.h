@@ -58,6 +58,8 @@ struct mx_call_upops {
     /* results as bytes (mx_uprpc_want_raw); both may be NULL: never */
     void (*want_raw)(struct mx_uprpc *r);
     struct mx_str (*raw_result)(const struct mx_uprpc *r);
+    /* the request's bytes (mx_uprpc_give_text); NULL: never given */
+    void (*give_text)(struct mx_uprpc *r, char *text, size_t len);
 };
 
 extern const struct mx_call_upops mx_call_upsess;
@@ -290,16 +292,30 @@ int mx_call_send(struct mx_call *c, const json_t *msg);
 /* ---- the upstream side ---- */
 
 /*
+ * What |upmsg| of mx_call_route is as text: the client request's bytes
+ * |text|, with params.name |name| (or unchanged, NULL) and no other change
+ * than the id and token the call core makes.
+ */
+struct mx_call_text {
+    struct mx_str text;
+    const char *name;
+};
+
+/*
  * Route the call to upstream slot |up_idx| (|up|, held until the call
- * ends) over |via| as |upmsg| (owned): registered in the id tables under
- * |session_key| with the client's id and token, the id and progress token
- * rewritten to the call's own up_id, counted in flight, sent with
- * |timeout_ms|. Returns 0, or a negative mx_err after answering the client
- * (a duplicate id, too many calls, a closed session); the call has ended
- * then.
+ * ends) over |via| as |upmsg| (owned; a shallow copy of the client's
+ * message is enough, the members changed here are copied first):
+ * registered in the id tables under |session_key| with the client's id
+ * and token, the id and progress token rewritten to the call's own up_id,
+ * counted in flight, sent with |timeout_ms|. With |text| (may be NULL) the
+ * upstream request goes as the client's bytes with those edits
+ * (mx_rpc_splice) where the transport can. Returns 0, or a negative mx_err
+ * after answering the client (a duplicate id, too many calls, a closed
+ * session); the call has ended then.
  */
 int mx_call_route(struct mx_call *c, struct mx_call_via *via, size_t up_idx, struct mx_upstream *up,
-                  json_t *upmsg, uint64_t session_key, long timeout_ms);
+                  json_t *upmsg, const struct mx_call_text *text, uint64_t session_key,
+                  long timeout_ms);
 /* Answer a request of the upstream on the call's session (|key| as given
  * with it). */
 void mx_call_upstream_reply(struct mx_call *c, uint64_t key, const json_t *id, json_t *result,

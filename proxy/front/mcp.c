@@ -212,28 +212,30 @@ static const struct mx_call_view legacy_view = {
  * (|level|, -1 for none). upsess_http.c drops it for a 2025 session, whose
  * level is the session's own.
  */
-static void put_log_level(json_t *upmsg, int level)
+/* The level in |upmsg|'s _meta (|level| < 0: none). Returns whether
+ * that changed the message. */
+static bool put_log_level(json_t *upmsg, int level)
 {
-    json_t *params = json_object_get(upmsg, "params");
-    json_t *meta = json_object_get(params, "_meta");
+    json_t *meta = json_object_get(json_object_get(upmsg, "params"), "_meta");
     if (level < 0) {
+        if (json_object_get(meta, MX_REV_META_LOG_LEVEL) == NULL)
+            return false;
+        meta = mx_rpc_own(mx_rpc_own(upmsg, "params", false), "_meta", false);
         json_object_del(meta, MX_REV_META_LOG_LEVEL);
-        return;
+        return true;
     }
-    if (!json_is_object(params)) {
-        params = json_object();
-        json_object_set_new(upmsg, "params", params);
-    }
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(params, "_meta", meta);
-    }
+    meta = mx_rpc_own(mx_rpc_own(upmsg, "params", true), "_meta", true);
     json_object_set_new(meta, MX_REV_META_LOG_LEVEL, json_string(mx_call_log_level_name(level)));
+    return true;
 }
 
-/* Route the session's request (call |c|) to upstream |u| as |upmsg| (owned). */
-static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                       struct mx_mcpup *u, json_t *upmsg, int sub_op, const char *sub_uri)
+/* Route the session's request (call |c|) to upstream |u| as |upmsg|
+ * (owned; a shallow copy of the client's message, copied further along
+ * each path that changes), which is |text| (may be NULL) as mx_call_route
+ * says. */
+static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, struct mx_mcpup *u,
+                     json_t *upmsg, const struct mx_call_text *text, int sub_op,
+                     const char *sub_uri)
 {
     struct sessx *sx = s->owner;
     struct lcall *lc = mx_xcalloc(1, sizeof(*lc));
@@ -246,11 +248,26 @@ static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c
     /* at /mcp several upstreams' loggers meet: each is named */
     c->log_prefix = sx->scope ? NULL : u->cfg->alias;
     /* only upstreams that may speak 2026-07-28 take the level in _meta */
-    put_log_level(upmsg,
-                  (mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_META_LOG_LEVEL) ? s->log_level : -1);
+    if (put_log_level(upmsg,
+                      (mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_META_LOG_LEVEL) ? s->log_level : -1))
+        text = NULL;
     struct upctx *via = mcp_up_session(u, s);
-    mx_call_route(c, &via->v, u->idx, u->up, upmsg, s->key, (long)u->cfg->request_timeout_ms);
+    mx_call_route(c, &via->v, u->idx, u->up, upmsg, text, s->key, (long)u->cfg->request_timeout_ms);
     (void)m;
+}
+
+/* Route the session's request |msg| (call |c|, whose client request's body
+ * it is) to upstream |u| as it came, with params.name |name| when not
+ * NULL. */
+static void call_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                       struct mx_mcpup *u, json_t *msg, const char *name, int sub_op,
+                       const char *sub_uri)
+{
+    json_t *upmsg = json_copy(msg);
+    if (name)
+        json_object_set_new(mx_rpc_own(upmsg, "params", false), "name", json_string(name));
+    struct mx_call_text text = {c->req ? mx_req_body(c->req) : mx_str_make(NULL, 0), name};
+    route_as(m, s, c, u, upmsg, &text, sub_op, sub_uri);
 }
 
 /* ---- requests from upstreams to clients ---- */
@@ -521,9 +538,7 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_call *
             unknown_name(c, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
         return;
     }
-    json_t *upmsg = json_deep_copy(msg);
-    json_object_set_new(json_object_get(upmsg, "params"), "name", json_string(e->orig));
-    call_start(m, s, c, m->ups[e->src], upmsg, 0, NULL);
+    call_start(m, s, c, m->ups[e->src], msg, strcmp(e->orig, name) ? e->orig : NULL, 0, NULL);
 }
 
 /* The one upstream for |uri|, or NULL after answering the client with an
@@ -566,7 +581,7 @@ static void call_resource(struct mx_mcp *m, struct mx_session *s, struct mx_call
         mx_call_result(c, json_object());
         return;
     }
-    call_start(m, s, c, u, json_deep_copy(msg), op, uri);
+    call_start(m, s, c, u, msg, NULL, op, uri);
 }
 
 static void route_resource(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
@@ -593,17 +608,17 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_c
                 unknown_name(c, "prompt", name);
             return;
         }
-        upmsg = json_deep_copy(msg);
-        json_object_set_new(json_object_get(json_object_get(upmsg, "params"), "ref"), "name",
+        upmsg = json_copy(msg);
+        json_object_set_new(mx_rpc_own(mx_rpc_own(upmsg, "params", false), "ref", false), "name",
                             json_string(e->orig));
-        call_start(m, s, c, m->ups[e->src], upmsg, 0, NULL);
+        route_as(m, s, c, m->ups[e->src], upmsg, NULL, 0, NULL);
         return;
     }
     if (type && strcmp(type, "ref/resource") == 0) {
         const char *uri = json_string_value(json_object_get(ref, "uri"));
         struct mx_mcpup *u = route_uri(m, s, c, msg, uri, true, may_wait);
         if (u)
-            call_start(m, s, c, u, json_deep_copy(msg), 0, NULL);
+            call_start(m, s, c, u, msg, NULL, 0, NULL);
         return;
     }
     mx_call_error(c, 200, MX_RPC_INVALID_PARAMS,
@@ -651,7 +666,7 @@ static void route_scoped(struct mx_mcp *m, struct mx_session *s, struct mx_call 
         call_resource(m, s, c, msg, u, method, uri);
         return;
     }
-    call_start(m, s, c, u, json_deep_copy(msg), 0, NULL);
+    call_start(m, s, c, u, msg, NULL, 0, NULL);
 }
 
 /* |may_wait|: a name no upstream holds yet may wait for lists (once). */

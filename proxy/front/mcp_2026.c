@@ -586,7 +586,7 @@ static void call_start(struct mcp_modern *mm, struct mx_call *c, json_t *msg, st
     upstream_shape(upmsg);
     /* stateless clients share one upstream session; their ids never meet */
     struct upctx *via = mcp_up_session(u, NULL);
-    mx_call_route(c, &via->v, u->idx, u->up, upmsg, mx_callhub_key(m->hub),
+    mx_call_route(c, &via->v, u->idx, u->up, upmsg, NULL, mx_callhub_key(m->hub),
                   (long)u->cfg->request_timeout_ms);
 }
 

@@ -7,6 +7,8 @@
 #define MX_RPC_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "str.h"
 
@@ -49,5 +51,31 @@ json_t *mx_rpc_error_new(const json_t *id, int code, const char *message, json_t
 
 /* Serialize compactly; caller frees with free(). */
 char *mx_rpc_dump(const json_t *msg);
+
+/*
+ * |parent|'s member |key| made |parent|'s own to change: a shallow copy of
+ * that object put in its place, so that members set in it change no other
+ * message that shares the original (messages for upstreams are shallow
+ * copies of the client's, copied along the path that changes). When the
+ * member is missing or not an object: a new empty object there if |make|,
+ * else NULL. |parent| must be an object.
+ */
+json_t *mx_rpc_own(json_t *parent, const char *key, bool make);
+
+/* The changes a request's text takes on its way to an upstream. */
+struct mx_rpc_edits {
+    uint64_t id;      /* the new "id" */
+    bool token;       /* params._meta.progressToken becomes |id| too */
+    const char *name; /* params.name becomes this string, or NULL */
+};
+
+/*
+ * The request |text| (one JSON object, as the client sent it) with the
+ * edits made and every other byte as it came, in a new NUL-terminated
+ * string of *|len| bytes (free()). NULL when the text is not one that
+ * mx_jscan_object decides, or lacks a member an edit changes: the caller
+ * encodes the parsed message then, as before.
+ */
+char *mx_rpc_splice(struct mx_str text, const struct mx_rpc_edits *ed, size_t *len);
 
 #endif

@@ -175,6 +175,7 @@ void mx_upmsg_unref(struct mx_upmsg_rpc *r)
     if (--r->refs > 0)
         return;
     json_decref(r->msg);
+    mx_uprpc_base_clear(&r->base);
     free(r);
     mx_upsess_live_dec();
 }

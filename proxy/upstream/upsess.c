@@ -156,6 +156,19 @@ struct mx_str mx_uprpc_raw_result(const struct mx_uprpc *r)
     return r->raw;
 }
 
+void mx_uprpc_give_text(struct mx_uprpc *r, char *text, size_t len)
+{
+    free(r->text);
+    r->text = text;
+    r->text_len = len;
+}
+
+void mx_uprpc_base_clear(struct mx_uprpc *r)
+{
+    free(r->text);
+    r->text = NULL;
+}
+
 const char *mx_uprpc_input_key(const struct mx_uprpc *r, const json_t *id)
 {
     if (r == NULL || r->ops->input_key == NULL)

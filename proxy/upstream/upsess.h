@@ -145,6 +145,14 @@ void mx_uprpc_resume(struct mx_uprpc *r);
 void mx_uprpc_want_raw(struct mx_uprpc *r);
 /* During on_done: the result as bytes, or {NULL, 0} when |resp| has it. */
 struct mx_str mx_uprpc_raw_result(const struct mx_uprpc *r);
+/*
+ * Right after mx_upsess_request, before control returns to the loop:
+ * |text| (NUL-terminated, |len| bytes, taken; free()) is the request's
+ * message as it encodes, the client's own bytes with mcplex's edits. A
+ * transport that sends JSON text sends these instead of encoding the
+ * message again, where it would send the message unchanged.
+ */
+void mx_uprpc_give_text(struct mx_uprpc *r, char *text, size_t len);
 /* For a question of a 2026-07-28 upstream's input_required result, which
  * the request delivered to on_message with id |id|: the upstream's key for
  * it (borrowed, valid while the question is open), else NULL. */

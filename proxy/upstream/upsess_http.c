@@ -342,6 +342,7 @@ void mx_uph_rpc_free(struct mx_uph_rpc *r)
     json_decref(r->mrtr_state);
     json_decref(r->mrtr_error);
     json_decref(r->msg);
+    mx_uprpc_base_clear(&r->base);
     free(r);
     mx_upsess_live_dec();
 }
@@ -442,9 +443,10 @@ static void op_launch_rpc(struct mx_uph_rpc *r)
         op = mx_uph26_start(r, &fail);
     } else {
         json_t *msg = mx_up26_strip(r->msg); /* no 2026 keys for a 2025 session */
-        char *body = mx_rpc_dump(msg);
+        /* the caller's bytes where the message goes as it is */
+        char *body = msg == r->msg && r->base.text ? NULL : mx_rpc_dump(msg);
         json_decref(msg);
-        op = op_start(s, MX_UPH_OP_RPC, body, r->timeout_ms, &fail);
+        op = op_start(s, MX_UPH_OP_RPC, body ? body : r->base.text, r->timeout_ms, &fail);
         free(body);
         if (op)
             op->id = json_incref(json_object_get(r->msg, "id"));

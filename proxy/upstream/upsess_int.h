@@ -76,7 +76,12 @@ struct mx_uprpc {
     const struct mx_upsess_ops *ops;
     bool want_raw;     /* mx_uprpc_want_raw() */
     struct mx_str raw; /* during on_done: the result as bytes (mx_uprpc_raw_result) */
+    char *text;        /* mx_uprpc_give_text(), or NULL */
+    size_t text_len;
 };
+
+/* Free what the request's base holds; each transport's free calls it. */
+void mx_uprpc_base_clear(struct mx_uprpc *r);
 
 /* Fill |s| for a new session of |ops| (|caps| and |trace_session| are
  * copied, as mx_upsess_new says) and count it live. */

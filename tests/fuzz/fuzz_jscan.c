@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jscan.h"
@@ -14,6 +15,29 @@
 #include "rpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_splice(struct mx_str text, const json_t *full, bool token, const char *name)
+{
+    struct mx_rpc_edits ed = {UINT64_C(9007199254740993), token, name};
+    size_t len;
+    char *out = mx_rpc_splice(text, &ed, &len);
+    if (out == NULL)
+        return;
+    MX_ASSERT(strlen(out) == len);
+    json_t *want = json_deep_copy(full);
+    json_object_set_new(want, "id", json_integer((json_int_t)ed.id));
+    json_t *params = json_object_get(want, "params");
+    if (token)
+        json_object_set_new(json_object_get(params, "_meta"), "progressToken",
+                            json_integer((json_int_t)ed.id));
+    if (name)
+        json_object_set_new(params, "name", json_string(name));
+    json_t *got = json_loads(out, JSON_REJECT_DUPLICATES, NULL);
+    MX_ASSERT(got != NULL && json_equal(got, want));
+    json_decref(got);
+    json_decref(want);
+    free(out);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -42,6 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         MX_ASSERT(vals[i].len > 0 && vals[i].p[0] != ' ' && vals[i].p[vals[i].len - 1] != ' ');
         json_decref(v);
     }
+    check_splice(text, full, false, NULL);
+    check_splice(text, full, true, "t\u00e9\"\n<x>");
     json_decref(full);
     return 0;
 }

@@ -40,6 +40,7 @@
 #include "mcp.h"
 #include "model.h"
 #include "req_int.h"
+#include "revision.h"
 #include "rpc.h"
 #include "session.h"
 #include "upreq.h"
@@ -66,6 +67,7 @@ struct mx_uprpc {
     int resumed;
     bool want_raw;     /* the caller takes results as bytes */
     struct mx_str raw; /* the result as bytes while on_done runs */
+    char *text;        /* the request as bytes (give_text), or NULL */
 };
 
 #define MAX_FAKES 64
@@ -218,9 +220,22 @@ static struct mx_str f_raw_result(const struct mx_uprpc *r)
     return r->raw;
 }
 
+/* Every text given is the request's message, byte for byte as it
+ * encodes: the bytes and the message must never say different things. */
+static void f_give_text(struct mx_uprpc *r, char *text, size_t len)
+{
+    assert_int_equal(strlen(text), len);
+    json_t *as_sent = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(as_sent);
+    assert_true(json_equal(as_sent, r->msg));
+    json_decref(as_sent);
+    free(r->text);
+    r->text = text;
+}
+
 static const struct mx_call_upops fake_ops = {
     f_open,   f_close,     f_key,  f_is_ready,  f_init_result, f_request,    f_cancel,
-    f_resume, f_input_key, f_send, f_env_clear, f_want_raw,    f_raw_result,
+    f_resume, f_input_key, f_send, f_env_clear, f_want_raw,    f_raw_result, f_give_text,
 };
 
 /* The call the test drives: the last tools/call sent upstream. */
@@ -485,6 +500,7 @@ static int teardown(void **state)
     mx_config_free(W.cfg);
     for (size_t i = 0; i < fk.rpc_cnt; i++) {
         json_decref(fk.rpc[i]->msg);
+        free(fk.rpc[i]->text);
         free(fk.rpc[i]);
     }
     for (size_t i = 0; i < fk.sess_cnt; i++) {
@@ -902,6 +918,52 @@ static void test_call_raw_result(void **state)
     resp_free(&r);
 }
 
+/* The request goes upstream as the client's bytes (spacing, member order
+ * and number spelling kept) with only the id and progress token made
+ * mcplex's own; the client's answer has its own id and token back. */
+static void test_call_text(void **state)
+{
+    char sid[MX_SESSION_ID_LEN + 1];
+    struct resp r;
+    (void)state;
+    struct mx_uprpc *rpc = session_call(
+        sid, &r,
+        "{ \"params\": {\"_meta\":{\"progressToken\": \"tok\" , \"x\":[1.50]},\"name\":\"slow\","
+        "\"arguments\":{\"b\":1e2,\"a\":\"\\u00e9\"}}, \"id\":\"c-1\",\"method\":\"tools/call\","
+        "\"jsonrpc\":\"2.0\"}\n");
+    assert_non_null(rpc->text);
+    char want[512];
+    json_int_t up = json_integer_value(json_object_get(rpc->msg, "id"));
+    snprintf(want, sizeof(want),
+             "{ \"params\": {\"_meta\":{\"progressToken\": %" JSON_INTEGER_FORMAT
+             " , \"x\":[1.50]},\"name\":\"slow\",\"arguments\":{\"b\":1e2,\"a\":\"\\u00e9\"}}, "
+             "\"id\":%" JSON_INTEGER_FORMAT ",\"method\":\"tools/call\",\"jsonrpc\":\"2.0\"}\n",
+             up, up);
+    assert_string_equal(rpc->text, want);
+    upstream_progress(rpc, up_token_of(rpc), 1);
+    upstream_answer(rpc, "done");
+    json_t *msgs = messages(&r);
+    json_t *own = json_object_get(json_array_get(msgs, 0), "params");
+    assert_string_equal(json_string_value(json_object_get(own, "progressToken")), "tok");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "id")), "c-1");
+    json_decref(msgs);
+    resp_free(&r);
+
+    /* a client's level goes to an upstream that takes it in _meta: the
+     * message changed, so it is encoded (no text) */
+    request(&r, "POST", NULL, sid, NULL,
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"logging/setLevel\","
+            "\"params\":{\"level\":\"error\"}}");
+    resp_free(&r);
+    request(&r, "POST", NULL, sid, NULL, ECHO_CALL);
+    rpc = last_call();
+    assert_null(rpc->text);
+    json_t *meta = json_object_get(json_object_get(rpc->msg, "params"), "_meta");
+    assert_string_equal(json_string_value(json_object_get(meta, MX_REV_META_LOG_LEVEL)), "error");
+    upstream_answer(rpc, "done");
+    resp_free(&r);
+}
+
 /* The upstream fails: the JSON-RPC error naming it, HTTP 200, and the
  * failure in the report. */
 static void test_call_upstream_fails(void **state)
@@ -939,6 +1001,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_call_scoped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_upstream_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_raw_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_text, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
