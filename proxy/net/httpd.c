@@ -24,6 +24,7 @@
 #include "alloc.h"
 #include "httpd_int.h"
 #include "err.h"
+#include "evsoon.h"
 #include "httpd.h"
 #include "limit.h"
 #include "log.h"
@@ -194,7 +195,10 @@ static void update_io(struct mx_conn *c)
     ev_io_stop(c->loop, &c->io);
     k->io_events = ev;
     if (ev) {
-        ev_io_set(&c->io, c->x->fd, (int)ev);
+        /* the events only: setting the fd again (ev_io_set) makes libev
+         * register it with the kernel anew, an EPOLL_CTL_ADD that fails
+         * with EEXIST on every change */
+        ev_io_modify(&c->io, (int)ev);
         ev_io_start(c->loop, &c->io);
     }
 }
@@ -215,7 +219,7 @@ void mx_conn_kick(struct mx_conn *c)
     if (mx_conn_is_closed(c))
         return;
     cc(c)->proto_kick = true;
-    ev_timer_start(c->loop, &c->kick);
+    mx_ev_soon(c->loop, &c->kick);
 }
 
 void mx_conn_pause_read(struct mx_conn *c, bool paused)
@@ -223,10 +227,11 @@ void mx_conn_pause_read(struct mx_conn *c, bool paused)
     if (c->read_paused == paused || mx_conn_is_closed(c))
         return;
     c->read_paused = paused;
-    if (!paused) {
-        /* TLS may hold decrypted bytes the socket will not signal again. */
+    /* TLS may hold decrypted bytes the socket will not signal again, and
+     * bytes read ahead wait in the input buffer */
+    if (!paused && (c->x->ops->holds_input || mx_buf_len(&c->in) > 0)) {
         cc(c)->read_more = true;
-        ev_timer_start(c->loop, &c->kick);
+        mx_ev_soon(c->loop, &c->kick);
     }
     update_io(c);
 }
@@ -471,7 +476,8 @@ static void do_read(struct mx_conn *c)
         size_t room = c->in.cap - mx_buf_len(&c->in);
         if (room == 0)
             return;
-        ssize_t n = c->x->ops->read(c->x, buf, room < sizeof(buf) ? room : sizeof(buf));
+        size_t want = room < sizeof(buf) ? room : sizeof(buf);
+        ssize_t n = c->x->ops->read(c->x, buf, want);
         if (n == MX_EAGAIN)
             return;
         if (n <= 0) {
@@ -490,9 +496,14 @@ static void do_read(struct mx_conn *c)
             sniff(c);
         else
             c->proto->input(c);
+        /* Less than asked: the socket is empty for now, and it signals
+         * again when more comes; no read to hear MX_EAGAIN. Not so where
+         * the transport holds bytes the socket no longer shows (TLS). */
+        if ((size_t)n < want && !c->x->ops->holds_input)
+            return;
     }
     cc(c)->read_more = true;
-    ev_timer_start(c->loop, &c->kick);
+    mx_ev_soon(c->loop, &c->kick);
 }
 
 static void do_handshake(struct mx_conn *c)

@@ -299,6 +299,7 @@ static void tls_free(struct mx_xprt *base)
 
 static const struct mx_xprt_ops tls_ops = {
     .name = "tls",
+    .holds_input = true,
     .handshake = tls_handshake,
     .read = tls_read,
     .write = tls_write,

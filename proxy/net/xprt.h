@@ -9,6 +9,7 @@
 #ifndef MX_XPRT_H
 #define MX_XPRT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,6 +23,9 @@ struct mx_xprt;
 
 struct mx_xprt_ops {
     const char *name;
+    /* Read may leave bytes in the transport that the socket no longer
+     * signals (TLS records decrypted ahead): read until MX_EAGAIN. */
+    bool holds_input;
     /*
      * Advance the handshake (plain: nothing to do). Returns 0 when done,
      * MX_EAGAIN (then wait for the events wants(x, MX_XPRT_READ) names), or

@@ -19,6 +19,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "evsoon.h"
 #include "buf.h"
 #include "sse.h"
 #include "upcall.h"
@@ -148,8 +149,7 @@ static inline const char *mx_uph_name(const struct mx_uph_sess *s)
 /* Start the waiting requests from the loop (never from a caller's call). */
 static inline void mx_uph_kick(struct mx_uph_sess *s)
 {
-    if (!ev_is_active(&s->kick))
-        ev_timer_start(s->base.env->loop, &s->kick);
+    mx_ev_soon(s->base.env->loop, &s->kick);
 }
 
 /* A server's request that mcplex relays to its client: sampling,
