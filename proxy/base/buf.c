@@ -78,6 +78,21 @@ int mx_buf_append_str(struct mx_buf *b, const char *s)
     return mx_buf_append(b, s, strlen(s));
 }
 
+int mx_buf_append_int(struct mx_buf *b, long long v)
+{
+    char d[24];
+    size_t i = sizeof(d);
+    /* the magnitude as unsigned: -LLONG_MIN does not fit a long long */
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        d[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        d[--i] = '-';
+    return mx_buf_append(b, d + i, sizeof(d) - i);
+}
+
 int mx_buf_printf(struct mx_buf *b, const char *fmt, ...)
 {
     char small[256];

@@ -26,6 +26,8 @@ void mx_buf_clear(struct mx_buf *b);
 /* Returns 0 or MX_ELIMIT. */
 int mx_buf_append(struct mx_buf *b, const void *p, size_t len);
 int mx_buf_append_str(struct mx_buf *b, const char *s);
+/* |v| in decimal, with a '-' when negative: no printf on hot paths. */
+int mx_buf_append_int(struct mx_buf *b, long long v);
 int mx_buf_printf(struct mx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Drop |len| bytes from the front. */
 void mx_buf_consume(struct mx_buf *b, size_t len);

@@ -69,11 +69,25 @@ static bool id_ok(const json_t *id)
     return json_is_string(id) || json_is_integer(id);
 }
 
+/* A key text per id, one per value and kind: an integer in decimal, a
+ * string as '"' and its bytes, a string holding NUL as 'j' and its JSON. */
 static char *id_text(const json_t *id)
 {
-    char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (t == NULL)
+    if (json_is_integer(id))
+        return mx_xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    size_t len = json_string_length(id);
+    const char *s = json_string_value(id);
+    if (s && memchr(s, '\0', len) == NULL) {
+        char *t = mx_xmalloc(len + 2);
+        t[0] = '"';
+        memcpy(t + 1, s, len + 1);
+        return t;
+    }
+    char *j = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (j == NULL)
         mx_fatal("idmap", "out of memory");
+    char *t = mx_xasprintf("j%s", j);
+    free(j);
     return t;
 }
 

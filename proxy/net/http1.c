@@ -75,19 +75,28 @@ static int h1_start_in(struct mx_req *req, int status, const struct mx_hdr_out *
     if (mx_conn_is_closed(c))
         return MX_ECLOSED;
     mx_buf_init(&b, 64 * 1024);
-    rc |= mx_buf_printf(&b, "HTTP/1.%d %d %s\r\n", req->version == 10 ? 0 : 1, status,
-                        mx_http_reason(status));
+    rc |= mx_buf_append_str(&b, req->version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    rc |= mx_buf_append_int(&b, status);
+    rc |= mx_buf_append(&b, " ", 1);
+    rc |= mx_buf_append_str(&b, mx_http_reason(status));
+    rc |= mx_buf_append(&b, "\r\n", 2);
     for (size_t i = 0; i < cnt; i++) {
         /* Framing headers are ours to set (RFC 9112 §6). */
         if (hdr_is(hdrs[i].name, "Content-Length") || hdr_is(hdrs[i].name, "Transfer-Encoding") ||
             hdr_is(hdrs[i].name, "Connection"))
             continue;
-        rc |= mx_buf_printf(&b, "%s: %s\r\n", hdrs[i].name, hdrs[i].value);
+        rc |= mx_buf_append_str(&b, hdrs[i].name);
+        rc |= mx_buf_append(&b, ": ", 2);
+        rc |= mx_buf_append_str(&b, hdrs[i].value);
+        rc |= mx_buf_append(&b, "\r\n", 2);
     }
     h->chunked = false;
     if (body_len >= 0) {
-        if (status >= 200 && status != 204 && status != 304)
-            rc |= mx_buf_printf(&b, "Content-Length: %lld\r\n", body_len);
+        if (status >= 200 && status != 204 && status != 304) {
+            rc |= mx_buf_append_str(&b, "Content-Length: ");
+            rc |= mx_buf_append_int(&b, body_len);
+            rc |= mx_buf_append(&b, "\r\n", 2);
+        }
     } else if (req->version >= 11) {
         h->chunked = true;
         rc |= mx_buf_append_str(&b, "Transfer-Encoding: chunked\r\n");

@@ -26,10 +26,18 @@ int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str v
         return MX_EINVAL;
     /* libcurl drops a "Name:" line with nothing after it (that is how its
      * own headers are removed) and sends "Name;" as an empty header */
-    if (value.len == 0)
-        h->owned[h->cnt] = mx_xasprintf("%s;", name);
-    else
-        h->owned[h->cnt] = mx_xasprintf("%s: %.*s", name, (int)value.len, value.p);
+    size_t nl = strlen(name);
+    char *line = mx_xmalloc(nl + 2 + value.len + 1);
+    memcpy(line, name, nl);
+    if (value.len == 0) {
+        line[nl] = ';';
+        line[nl + 1] = '\0';
+    } else {
+        memcpy(line + nl, ": ", 2);
+        memcpy(line + nl + 2, value.p, value.len);
+        line[nl + 2 + value.len] = '\0';
+    }
+    h->owned[h->cnt] = line;
     h->lines[h->cnt] = h->owned[h->cnt];
     h->cnt++;
     return 0;

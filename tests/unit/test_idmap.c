@@ -93,6 +93,28 @@ static void test_idmap_calls(void **state)
     assert_int_equal(mx_idmap_call_add(m, 1, nul, NULL, 0, 10, NULL, &dup), MX_EINVAL);
     assert_int_equal(mx_idmap_call_add(m, 1, two, obj, 0, 10, NULL, &dup), MX_EINVAL);
     assert_int_equal(mx_idmap_call_add(m, 0, two, NULL, 0, 10, NULL, &dup), MX_EINVAL);
+    /* strings that look like another id's key are their own: a string
+     * holding NUL, and one spelling that string's JSON */
+    json_t *z = json_stringn("a\0b", 3), *zj = json_string("a\\u0000b\""), *neg = json_string("-1");
+    json_t *ineg = json_integer(-1);
+    const struct mx_idmap_call *ez, *ezj, *eneg, *eineg;
+    assert_int_equal(mx_idmap_call_add(m, 5, z, NULL, 0, 10, NULL, &ez), 0);
+    assert_int_equal(mx_idmap_call_add(m, 5, zj, NULL, 0, 10, NULL, &ezj), 0);
+    assert_int_equal(mx_idmap_call_add(m, 5, neg, NULL, 0, 10, NULL, &eneg), 0);
+    assert_int_equal(mx_idmap_call_add(m, 5, ineg, NULL, 0, 10, NULL, &eineg), 0);
+    assert_ptr_equal(mx_idmap_call_by_client(m, 5, z), ez);
+    assert_ptr_equal(mx_idmap_call_by_client(m, 5, zj), ezj);
+    assert_ptr_equal(mx_idmap_call_by_client(m, 5, neg), eneg);
+    assert_ptr_equal(mx_idmap_call_by_client(m, 5, ineg), eineg);
+    assert_int_equal(mx_idmap_call_add(m, 5, z, NULL, 0, 10, NULL, &dup), MX_EEXIST);
+    mx_idmap_call_remove(m, ez->up_id);
+    mx_idmap_call_remove(m, ezj->up_id);
+    mx_idmap_call_remove(m, eneg->up_id);
+    mx_idmap_call_remove(m, eineg->up_id);
+    json_decref(z);
+    json_decref(zj);
+    json_decref(neg);
+    json_decref(ineg);
     /* every call names the upstream session it goes over */
     assert_int_equal(mx_idmap_call_add(m, 1, two, NULL, 0, 0, NULL, &dup), MX_EINVAL);
     assert_null(mx_idmap_call_by_up_json(m, sone));
