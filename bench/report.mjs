@@ -228,21 +228,22 @@ p();
 const cap = get('meta', 'cap', 'max_sessions');
 p('### Scale: idle client sessions at /mcp (one upstream), a fresh mcplex');
 p();
-p('| sessions asked for | open (per /health) | refused | RSS MiB | RssAnon MiB | PSS MiB | KiB per session (vs 1) | tools/call p50 µs | tools/call p99 µs |');
-p('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+p('| sessions asked for | open (per /health) | refused | RSS MiB | RssAnon MiB | PSS MiB | KiB per session (vs 1) | tools/call /mcp/sim p50 µs | p99 µs | tools/call /mcp p50 µs | p99 µs |');
+p('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 const levels = [...new Set(rows.filter((r) => r[0] === 'scale').map((r) => r[1]))];
 const rss1 = get('scale', levels[0], 'rss_kb');
 const perSession = (l) => (get('scale', l, 'rss_kb') - rss1) / (get('scale', l, 'sessions') - get('scale', levels[0], 'sessions'));
 for (const l of levels) {
-    const [c50, c99] = (raw('scale', l, 'call_p50_p99')[0] || '').split(' ').map(Number);
+    const [c50, c99] = (raw('scale', l, 'call_sim_p50_p99')[0] || '').split(' ').map(Number);
+    const [m50, m99] = (raw('scale', l, 'call_mcp_p50_p99')[0] || '').split(' ').map(Number);
     const s = get('scale', l, 'sessions');
     const refused = raw('scale', l, 'refused').map(Number).reduce((a, b) => a + b, 0);
     p(`| ${fmt(Number(l))} | ${fmt(s)} | ${fmt(refused)} | ${mib(get('scale', l, 'rss_kb'))} | ${mib(get('scale', l, 'anon_kb'))} | ` +
-        `${mib(get('scale', l, 'pss_kb'))} | ${l === levels[0] ? '–' : fmt(perSession(l), 1)} | ${fmt(c50)} | ${fmt(c99)} |`);
+        `${mib(get('scale', l, 'pss_kb'))} | ${l === levels[0] ? '–' : fmt(perSession(l), 1)} | ${fmt(c50)} | ${fmt(c99)} | ${fmt(m50)} | ${fmt(m99)} |`);
 }
 p();
 p(`mcplex caps open client sessions with \`[listen] max_sessions\` (default 4,096; over it an initialize gets 503); ` +
-    `this run sets it to ${fmt(cap)}. KiB per session is the growth of RSS over the first level, divided by the sessions added.`);
+    `this run sets it to ${fmt(cap)}; the bench's own session counts too, so at the cap its call is refused (–). KiB per session is the growth of RSS over the first level, divided by the sessions added.`);
 p();
 
 // ---- scale: upstreams ----

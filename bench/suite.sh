@@ -535,15 +535,19 @@ for level in $sessions_levels; do
     sess=$(curl -s --noproxy '*' "http://127.0.0.1:$sc_port/health" | jget mcp.sessions)
     # at the session cap the bench's own session is refused too (503):
     # reported as such, not fatal
-    if j=$("$build/mcplex" bench -c "$work/scale.toml" --gateway "http://127.0.0.1:$sc_port" --http1.1 \
-        --server sim --call echo --args '{"message":"bench"}' -n "$((n_lat / 4))" --concurrency 1 --json); then
-        p50=$(node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));const r=o.rows.find(r=>r.measure==="tools/call"&&r.path==="gateway");console.log(r.p50_us, r.p99_us)' <<<"$j")
-    else
-        p50="refused refused"
-    fi
     rec scale "$level" 1 sessions "$sess"
     rec scale "$level" 1 rss_kb "$after"
-    rec scale "$level" 1 call_p50_p99 "$p50"
+    for ep in sim mcp; do
+        # shellcheck disable=SC2046
+        if j=$("$build/mcplex" bench -c "$work/scale.toml" --gateway "http://127.0.0.1:$sc_port" --http1.1 \
+            --server sim $([ "$ep" = mcp ] && echo --merged) --call echo --args '{"message":"bench"}' \
+            -n "$((n_lat / 4))" --concurrency 1 --json); then
+            p50=$(node -e 'const o=JSON.parse(require("fs").readFileSync(0,"utf8"));const r=o.rows.find(r=>r.measure==="tools/call"&&r.path==="gateway");console.log(r.p50_us, r.p99_us)' <<<"$j")
+        else
+            p50="refused refused"
+        fi
+        rec scale "$level" 1 "call_${ep}_p50_p99" "$p50"
+    done
 done
 
 # ---- scale: 1 … 50 upstreams with $tools_per tools each at /mcp ----
