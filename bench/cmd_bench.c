@@ -2,8 +2,9 @@
 /*
  * `mcplex bench`: for each upstream of the config, the same MCP requests
  * sent directly (with the upstream's credential, resolved as serve resolves
- * it) and through the running gateway's /mcp/<server> (with the client token
- * when one is configured), interleaved so both see the same machine state.
+ * it) and through the running gateway's /mcp/<server>, or its merged /mcp
+ * with --merged (with the client token when one is configured), interleaved
+ * so both see the same machine state.
  * Rows: TCP connect, TLS handshake, initialize, ping, tools/list and one
  * tools/call, sequentially and at a concurrency; optionally the first call
  * after an idle pause (--wake). Prints a table or JSON. The requests are in
@@ -47,7 +48,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mcplex bench [-c FILE] [--server NAME] [--call TOOL [--args JSON]]\n"
-            "                    [-n N] [--concurrency C] [--json] [--wake]\n"
+            "                    [-n N] [--concurrency C] [--json] [--wake] [--merged]\n"
             "\n"
             "Measures each upstream directly and through the running gateway\n"
             "(/mcp/<server> at the config's [listen] address): TCP connect, TLS\n"
@@ -75,6 +76,9 @@ static void usage(FILE *f)
             "  --wake-control       pause the upstream at once through its POST /__control\n"
             "                       (sandbox-sim's test switch) instead of waiting, and\n"
             "                       measure %d rounds, direct and through the gateway\n"
+            "  --merged             through the gateway's merged /mcp instead of\n"
+            "                       /mcp/<server>: the --call tool is called by the name\n"
+            "                       /mcp lists it under (plain, else <alias>_TOOL)\n"
             "  --gateway URL        the gateway's base URL instead of the config's [listen]\n"
             "  --cacert FILE        with an https --gateway: the CA to trust (PEM)\n"
             "  --http1.1            HTTP/1.1 only (default: h2 where TLS offers it)\n"
@@ -100,6 +104,7 @@ struct opts {
     const char *gateway;
     const char *cacert;
     bool http1;
+    bool merged; /* the gateway side at /mcp, not /mcp/<server> */
 };
 
 /* One measurement: the same requests direct and through the gateway. */
@@ -384,7 +389,8 @@ static void bench_server(struct report *rep, const struct opts *o, const struct 
         server_note(rep, sc->name, "skipped", why);
         return;
     }
-    char *gw_url = mx_xasprintf("%s/mcp/%s", gw_base, sc->name);
+    char *gw_url =
+        o->merged ? mx_xasprintf("%s/mcp", gw_base) : mx_xasprintf("%s/mcp/%s", gw_base, sc->name);
     for (int pass = 0; pass < (o->wake ? 2 : 1); pass++) {
         struct mx_bench_side **dst = pass == 0 ? sd : wk;
         dst[0] = mx_bench_side_new(sc->url, sc->ca,
@@ -412,22 +418,36 @@ static void bench_server(struct report *rep, const struct opts *o, const struct 
     }
 
     bool call = false;
+    char *gw_call = NULL; /* the name the gateway side lists the tool under */
     if (o->call) {
         json_t *tools = NULL;
         if (mx_bench_side_tools(sd[1], &tools, err, sizeof(err)) != 0) {
             fprintf(stderr, "mcplex: %s: gateway: %s\n", sc->name, err);
-        } else if (!tool_listed(tools, o->call)) {
+        } else if (tool_listed(tools, o->call)) {
+            gw_call = mx_xstrdup(o->call);
+        } else if (o->merged) {
+            /* /mcp prefixes a name with the server's alias on a collision
+             * or always (the name rule); a shortened name is not looked for */
+            gw_call = mx_xasprintf("%s_%s", sc->alias ? sc->alias : sc->name, o->call);
+            if (!tool_listed(tools, gw_call)) {
+                free(gw_call);
+                gw_call = NULL;
+            }
+        }
+        if (gw_call) {
+            call = true;
+        } else if (tools) {
             fprintf(stderr, "mcplex: %s: offers no tool '%s'; no tools/call rows\n", sc->name,
                     o->call);
-        } else {
-            call = true;
         }
         json_decref(tools);
         for (int i = 0; i < 2 && call; i++) {
-            mx_bench_side_set_call(sd[i], o->call, o->args);
+            const char *name = i == 1 ? gw_call : o->call;
+            mx_bench_side_set_call(sd[i], name, o->args);
             if (wk[i])
-                mx_bench_side_set_call(wk[i], o->call, o->args);
+                mx_bench_side_set_call(wk[i], name, o->args);
         }
+        free(gw_call);
     }
     server_note(rep, sc->name, "measured",
                 o->call && !call ? "the --call tool is not offered; no tools/call rows" : NULL);
@@ -494,8 +514,8 @@ static void added_cell(char *out, size_t cap, int64_t d)
 
 static void print_table(struct report *rep, const struct opts *o, const char *gw_base)
 {
-    printf("mcplex bench: %zu requests per row and side, concurrency 1 and %zu, gateway %s\n\n",
-           o->n, o->conc, gw_base);
+    printf("mcplex bench: %zu requests per row and side, concurrency 1 and %zu, gateway %s%s\n\n",
+           o->n, o->conc, gw_base, o->merged ? "/mcp" : "/mcp/<server>");
     printf("%-14s %-18s %4s %-8s %4s %6s %6s %10s %10s %10s %10s %9s %11s %11s\n", "SERVER",
            "MEASURE", "C", "PATH", "HTTP", "OK", "ERR", "P50", "P90", "P99", "MAX", "REQ/S",
            "ADDED P50", "ADDED P99");
@@ -574,6 +594,7 @@ static void print_json(struct report *rep, const struct opts *o, const char *gw_
                             "servers", rep->servers, "rows", rows);
     if (o->call)
         json_object_set_new(top, "call", json_string(o->call));
+    json_object_set_new(top, "endpoint", json_string(o->merged ? "/mcp" : "/mcp/<server>"));
     char *out = json_dumps(top, JSON_INDENT(1));
     json_decref(top);
     if (out) {
@@ -645,6 +666,9 @@ static int bench_opt(int ch, const char *arg, void *data)
     case '1':
         o->http1 = true;
         break;
+    case 'M':
+        o->merged = true;
+        break;
     }
     return 0;
 }
@@ -664,6 +688,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"gateway", required_argument, NULL, 'g'},
                                        {"cacert", required_argument, NULL, 'A'},
                                        {"http1.1", no_argument, NULL, '1'},
+                                       {"merged", no_argument, NULL, 'M'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:n:h", lo, usage, bench_opt, NULL};

@@ -236,6 +236,40 @@ static void test_bench_sim_every_row(void **state)
     mx_it_pass();
 }
 
+/* --merged: the gateway side at /mcp, the one upstream's tool under its
+ * own name there; every call reached the sim once. */
+static void test_bench_sim_merged(void **state)
+{
+    (void)state;
+    struct world w;
+    start_sim_world(&w);
+    char *out = NULL;
+    static const char *const args[] = {
+        "--call", "echo",     "--args", "{\"message\":\"bench\"}", "-n", "20", "--concurrency", "1",
+        "--json", "--merged", NULL};
+    int rc = run_bench(&w, args, &out);
+    if (rc != 0)
+        fprintf(stderr, "bench exited %d:\n%s\n", rc, out);
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, w.secret));
+    assert_null(strstr(out, w.token));
+    json_t *o = json_loads(out, 0, NULL);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "endpoint")), "/mcp");
+    const json_t *rows = json_object_get(o, "rows");
+    check_row(find_row(rows, "tools/call", 1, "direct"), N, "1.1");
+    check_row(find_row(rows, "tools/call", 1, "gateway"), N, "1.1");
+    json_decref(o);
+    json_t *st = mx_it_sim_stats(w.up_port, w.secret);
+    assert_non_null(st);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "tools"), "echo")),
+                     2 * N);
+    json_decref(st);
+    free(out);
+    world_clear(&w);
+    mx_it_pass();
+}
+
 static void test_bench_everything_over_tls(void **state)
 {
     (void)state;
@@ -378,6 +412,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bench_sim_every_row, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_bench_sim_merged, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_everything_over_tls, mx_it_setup,
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_wake_after_idle, mx_it_setup, mx_it_teardown),
