@@ -528,8 +528,7 @@ void mx_call_reply(struct mx_call *c, json_t *payload, bool is_error, int status
     free(text);
 }
 
-/* The result |raw| as it came, with the client's id. */
-static void reply_raw(struct mx_call *c, struct mx_str raw)
+void mx_call_result_text(struct mx_call *c, struct mx_str raw)
 {
     if (c->req == NULL)
         return;
@@ -696,7 +695,7 @@ static void deliver(struct mx_call *c, json_t *resp, struct mx_str raw,
         return;
     }
     if (raw.p && c->req && v && v->answer_raw && v->answer_raw(c)) {
-        reply_raw(c, raw);
+        mx_call_result_text(c, raw);
         mx_call_release(c);
         return;
     }

@@ -267,6 +267,9 @@ void mx_call_json(struct mx_call *c, int status, json_t *body, const struct mx_h
                   size_t n);
 /* {"jsonrpc","id","result": |result| (stolen)} with 200. */
 void mx_call_result(struct mx_call *c, json_t *result);
+/* The same with the result as encoded JSON (one value, no CR or LF:
+ * it may go as an SSE event), copied. */
+void mx_call_result_text(struct mx_call *c, struct mx_str result);
 /* A JSON-RPC error for the request's id (|data| stolen, may be NULL). */
 void mx_call_error(struct mx_call *c, int status, int code, const char *msg, json_t *data);
 /* |status| with no body (202: a notification or a response was taken). */

@@ -149,6 +149,10 @@ struct mx_mcp {
     struct mx_agg_view *views[MX_AGG_KIND_CNT];
     struct mx_uriroute *uris;
     bool views_dirty;
+    uint64_t views_rev; /* counts the rebuilds of the views */
+    /* list pages as sent, by kind, endpoint and cursor (mcp_list_page_text) */
+    struct mcp_page *pages;
+    size_t page_bytes;
     uint64_t seen_sig[MX_AGG_KIND_CNT]; /* what clients were last told about */
     bool sig_known;
     ev_timer announce;      /* coalesces list_changed announcements */
@@ -237,6 +241,12 @@ json_t *mcp_scope_caps(const struct mx_mcpup *u);
  * |*why| set when the cursor is refused. */
 json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
                       const struct mx_mcpup *scope, const char **why);
+/* The same page as encoded JSON (borrowed: valid until the lists change or
+ * the next call of this): from the page cache, where a page is encoded
+ * once per state of the lists, so that a client listing again costs a
+ * copy. Returns false with |*why| set when the cursor is refused. */
+bool mcp_list_page_text(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                        const struct mx_mcpup *scope, struct mx_str *out, const char **why);
 /* /mcp/<server> when |u| cannot be shown (down, refusing its credential,
  * not answered within the wait; |kind| a list it lacks, -1: any): its
  * failure into |*f| and true. */

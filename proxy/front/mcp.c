@@ -438,9 +438,9 @@ static void respond_list(struct mx_mcp *m, struct mx_session *s, struct mx_call 
         mx_call_error(c, 200, MX_RPC_METHOD_NOT_FOUND, "Method not found", NULL);
         return;
     }
-    json_t *result = mcp_list_page(m, kind, json_object_get(msg, "params"), scope, &bad);
-    if (result)
-        mx_call_result(c, result);
+    struct mx_str page;
+    if (mcp_list_page_text(m, kind, json_object_get(msg, "params"), scope, &page, &bad))
+        mx_call_result_text(c, page);
     else /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
         mx_call_error(c, 200, MX_RPC_INVALID_PARAMS, bad, NULL);
 }

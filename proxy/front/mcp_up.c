@@ -31,6 +31,7 @@
 #define SUBSYS           SUBSYS_MCP
 #define ANNOUNCE_DELAY_S 0.01 /* coalesce bursts of changes into one list_changed */
 
+static void pages_clear(struct mx_mcp *m);
 static const char *const list_methods[MX_AGG_KIND_CNT] = {
     "tools/list", "prompts/list", "resources/list", "resources/templates/list"};
 static const char *const cap_names[MX_AGG_KIND_CNT] = {"tools", "prompts", "resources",
@@ -701,6 +702,7 @@ static void rebuild(struct mx_mcp *m)
     free(srcs);
     free(usrc);
     m->views_dirty = false;
+    m->views_rev++;
 }
 
 struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind)
@@ -1464,6 +1466,8 @@ void mcp_up_clear(struct mx_mcp *m)
         free(u);
     }
     ev_timer_stop(m->loop, &m->announce);
+    pages_clear(m);
+    free(m->pages);
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         mx_agg_view_free(m->views[k]);
     mx_uriroute_free(m->uris);
@@ -1705,6 +1709,122 @@ json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *par
     free(pos);
     free(next);
     return result;
+}
+
+/* ---- the page cache ---- */
+
+/*
+ * A page as sent: found by its kind, endpoint (slot + 1, 0 at /mcp) and
+ * cursor ("" for the first), good while the lists are in the state it was
+ * made in. Bounded: PAGE_SLOTS pages, and no more bytes than twice what
+ * the upstreams' lists hold (every entry goes when a page would pass it).
+ */
+#define PAGE_SLOTS 64
+
+struct mcp_page {
+    char *cursor; /* NULL: a free slot */
+    int kind;
+    size_t scope;
+    uint64_t rev;   /* views_rev when made (at /mcp) */
+    uint64_t state; /* page_state() when made */
+    char *text;
+    size_t len;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* What a page of |kind| is made of besides its cursor. */
+static uint64_t page_state(struct mx_mcp *m, enum mx_agg_kind kind, const struct mx_mcpup *scope)
+{
+    uint64_t h = 0xcbf29ce484222325ULL, v[3];
+    if (scope) {
+        v[0] = scope->gen[kind];
+        v[1] = (uint64_t)(uintptr_t)scope->lists[kind];
+        v[2] = scope->idx;
+        return fnv(h, v, sizeof(v));
+    }
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        v[0] = cursor_source(m, i, kind);
+        v[1] = m->ups[i]->gen[kind];
+        v[2] = i;
+        h = fnv(h, v, sizeof(v));
+    }
+    return h;
+}
+
+static void page_drop(struct mx_mcp *m, struct mcp_page *p)
+{
+    m->page_bytes -= p->len;
+    free(p->cursor);
+    free(p->text);
+    memset(p, 0, sizeof(*p));
+}
+
+static void pages_clear(struct mx_mcp *m)
+{
+    for (size_t i = 0; m->pages && i < PAGE_SLOTS; i++) {
+        if (m->pages[i].cursor)
+            page_drop(m, &m->pages[i]);
+    }
+}
+
+static size_t page_budget(const struct mx_mcp *m)
+{
+    size_t sum = 0;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        for (int k = 0; k < MX_AGG_KIND_CNT; k++)
+            sum += m->ups[i]->list_bytes[k];
+    }
+    return 2 * sum + 64 * 1024;
+}
+
+bool mcp_list_page_text(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *params,
+                        const struct mx_mcpup *scope, struct mx_str *out, const char **why)
+{
+    json_t *cur = json_object_get(params, "cursor");
+    const char *ctext = json_is_string(cur) ? json_string_value(cur) : "";
+    size_t sidx = scope ? scope->idx + 1 : 0;
+    if (m->pages == NULL)
+        m->pages = mx_xcalloc(PAGE_SLOTS, sizeof(*m->pages));
+    if (scope == NULL)
+        (void)mcp_view(m, kind); /* rebuilt first when the lists changed */
+    uint64_t state = page_state(m, kind, scope);
+    uint64_t rev = scope ? 0 : m->views_rev;
+    uint64_t key = fnv(fnv(fnv(0xcbf29ce484222325ULL, &sidx, sizeof(sidx)), &kind, sizeof(kind)),
+                       ctext, strlen(ctext));
+    struct mcp_page *p = &m->pages[key % PAGE_SLOTS];
+    if (p->cursor && p->kind == (int)kind && p->scope == sidx && p->rev == rev &&
+        p->state == state && (cur == NULL || json_is_string(cur)) &&
+        strcmp(p->cursor, ctext) == 0) {
+        *out = mx_str_make(p->text, p->len);
+        return true;
+    }
+    json_t *result = mcp_list_page(m, kind, params, scope, why);
+    if (result == NULL)
+        return false;
+    char *text = mx_rpc_dump(result);
+    json_decref(result);
+    size_t len = strlen(text);
+    if (p->cursor)
+        page_drop(m, p);
+    if (m->page_bytes + len > page_budget(m))
+        pages_clear(m);
+    p->cursor = mx_xstrdup(ctext);
+    p->kind = (int)kind;
+    p->scope = sidx;
+    p->rev = rev;
+    p->state = state;
+    p->text = text;
+    p->len = len;
+    m->page_bytes += len;
+    *out = mx_str_make(text, len);
+    return true;
 }
 
 static void on_sub_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
