@@ -2,9 +2,15 @@
 /*
  * The upstream HTTP client: one libcurl multi handle per mx_uclient, driven by
  * the libev loop (socket interest maps to ev_io watchers, curl's one timeout
- * to an ev_timer), with one easy handle per request. This file owns the easy
- * handles, the header lists holding credentials and the copies of request
- * bodies; it does not decide what to send or whether to retry.
+ * to an ev_timer), with one easy handle per request at a time. This file
+ * owns the easy handles, the header lists holding credentials and the copies
+ * of request bodies; it does not decide what to send or whether to retry.
+ *
+ * A finished request's easy handle is kept for a later one (setting one up
+ * with curl_easy_init costs more than the rest of the request's work here):
+ * it leaves its pool's share and is reset before it is kept, so it carries
+ * no option, header list, credential or connection cache of the upstream it
+ * served.
  *
  * Re-entrancy: user callbacks run either inside a curl call (on_head and
  * on_data, from the header and write callbacks) or from the completion pass
@@ -38,6 +44,8 @@
 
 /* idle upstream connections kept for reuse, over all upstreams */
 #define UCLIENT_MAX_IDLE_CONNS 1024
+/* finished easy handles kept for the next requests, over all upstreams */
+#define UCLIENT_MAX_SPARE 16
 
 #define SUBSYS "uclient"
 
@@ -122,11 +130,12 @@ struct mx_ureq {
     enum mx_ureq_state state;
     unsigned long id;
     CURL *easy;
-    struct curl_slist *hdrs; /* may hold credentials: wiped before freeing */
+    struct curl_slist *hdrs; /* lines[] or NULL; may hold credentials: wiped */
+    size_t hdrs_size;        /* bytes of lines[] and their text, for the wipe */
     struct mx_ureq_cbs cbs;
     void *data;
 
-    char *body; /* our copy, fed to libcurl by read_cb */
+    char *body; /* our copy (after the header text), fed to libcurl by read_cb */
     size_t body_len;
     size_t read_pos;
     bool has_body;      /* POST-style request: the body goes through read_cb */
@@ -152,6 +161,11 @@ struct mx_ureq {
     bool curl_paused;     /* we answered CURL_WRITEFUNC_PAUSE: libcurl holds the bytes */
 
     char errbuf[CURL_ERROR_SIZE];
+
+    /* One allocation with the request: the header list (libcurl only reads
+     * it, so it need not come from curl_slist_append), the text of its lines,
+     * then the body. */
+    struct curl_slist lines[];
 };
 
 /*
@@ -213,6 +227,8 @@ struct mx_uclient {
     unsigned in_curl; /* depth of our calls into libcurl that may run callbacks */
     unsigned in_done; /* on_done is running */
     unsigned long next_id;
+    CURL *spare[UCLIENT_MAX_SPARE]; /* reset, outside any share, for the next requests */
+    size_t spare_cnt;
 };
 
 static void settle(struct mx_uclient *c);
@@ -238,11 +254,32 @@ static void set_state(struct mx_ureq *u, enum mx_ureq_state s)
     u->state = s;
 }
 
-static void wipe_slist(struct curl_slist *l)
+/* An easy handle with no option set: a kept one, else a new one. */
+static CURL *easy_get(struct mx_uclient *c)
 {
-    for (struct curl_slist *i = l; i; i = i->next)
-        OPENSSL_cleanse(i->data, strlen(i->data));
-    curl_slist_free_all(l);
+    if (c->spare_cnt > 0)
+        return c->spare[--c->spare_cnt];
+    return curl_easy_init();
+}
+
+/*
+ * Keep |e| (out of the multi handle, not inside a curl call on it) for a
+ * later request, to whichever upstream. curl_easy_reset(3) clears every
+ * option (URL, header list, method, body size, CA file, callbacks and
+ * their data) but keeps the share, so the share goes first: a handle
+ * holding one makes curl_share_cleanup refuse (the pool could never close
+ * its connections) and would take the next request, maybe for another
+ * upstream, into that pool's connections.
+ */
+static void easy_put(struct mx_uclient *c, CURL *e)
+{
+    if (c->spare_cnt == UCLIENT_MAX_SPARE ||
+        curl_easy_setopt(e, CURLOPT_SHARE, (CURLSH *)NULL) != CURLE_OK) {
+        curl_easy_cleanup(e);
+        return;
+    }
+    curl_easy_reset(e);
+    c->spare[c->spare_cnt++] = e;
 }
 
 /* The easy handle must no longer be in the multi handle. */
@@ -268,10 +305,9 @@ static void ureq_free(struct mx_ureq *u)
     link_del(&u->node);
     link_del(&u->todo);
     if (u->easy)
-        curl_easy_cleanup(u->easy); /* detaches it from the pool's share */
+        easy_put(c, u->easy); /* detaches it from the pool's share */
     pool_leave(u);
-    wipe_slist(u->hdrs);
-    free(u->body);
+    OPENSSL_cleanse(u->lines, u->hdrs_size);
     mx_buf_clear(&u->head);
     free(u->pos);
     MX_ASSERT(c->active > 0);
@@ -1077,6 +1113,8 @@ void mx_uclient_free(struct mx_uclient *c)
         p->dead = true;
         pool_close(p);
     }
+    while (c->spare_cnt > 0)
+        curl_easy_cleanup(c->spare[--c->spare_cnt]);
     /* Closing the cached connections may still call sock_cb (REMOVE). */
     curl_multi_cleanup(c->multi);
     while (!link_empty(&c->socks))
@@ -1090,6 +1128,11 @@ void mx_uclient_free(struct mx_uclient *c)
 size_t mx_uclient_active(const struct mx_uclient *c)
 {
     return c ? c->active : 0;
+}
+
+size_t mx_uclient_spare(const struct mx_uclient *c)
+{
+    return c ? c->spare_cnt : 0;
 }
 
 static bool has_prefix_ci(const char *s, const char *prefix)
@@ -1118,33 +1161,35 @@ static int check_opts(const struct mx_ureq_opts *o)
     return 0;
 }
 
-static int build_headers(struct mx_ureq *u, const struct mx_ureq_opts *o)
+/* The lines libcurl gets after the caller's, in |extra|; returns how many. */
+static size_t extra_headers(const struct mx_ureq_opts *o, bool has_body, const char *extra[2])
 {
+    if (!has_body)
+        return 0;
     bool has_type = false;
-    for (size_t i = 0; i < o->header_cnt; i++) {
-        struct curl_slist *l = curl_slist_append(u->hdrs, o->headers[i]);
-        if (!l)
-            return MX_EUPSTREAM;
-        u->hdrs = l;
-        if (has_prefix_ci(o->headers[i], "content-type:"))
-            has_type = true;
-    }
-    const char *extra[2];
+    for (size_t i = 0; i < o->header_cnt && !has_type; i++)
+        has_type = has_prefix_ci(o->headers[i], "content-type:");
     size_t n = 0;
-    if (u->has_body) {
-        /* Large bodies would otherwise wait for a 100-continue round trip. */
-        extra[n++] = "Expect:";
-        /* Without this, libcurl labels the body form-urlencoded. */
-        if (!has_type)
-            extra[n++] = "Content-Type:";
+    /* Large bodies would otherwise wait for a 100-continue round trip. */
+    extra[n++] = "Expect:";
+    /* Without this, libcurl labels the body form-urlencoded. */
+    if (!has_type)
+        extra[n++] = "Content-Type:";
+    return n;
+}
+
+/* Fill |node| with copies of the |cnt| lines in |line|, their text at
+ * |text|, each linked to the node after it; returns the end of the text. */
+static char *copy_lines(struct curl_slist *node, const char *const *line, size_t cnt, char *text)
+{
+    for (size_t i = 0; i < cnt; i++) {
+        size_t len = strlen(line[i]) + 1;
+        memcpy(text, line[i], len);
+        node[i].data = text;
+        node[i].next = &node[i + 1];
+        text += len;
     }
-    for (size_t i = 0; i < n; i++) {
-        struct curl_slist *l = curl_slist_append(u->hdrs, extra[i]);
-        if (!l)
-            return MX_EUPSTREAM;
-        u->hdrs = l;
-    }
-    return 0;
+    return text;
 }
 
 static CURLcode setup_easy(struct mx_ureq *u, const struct mx_ureq_opts *o)
@@ -1222,7 +1267,19 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
     if (err)
         return err;
 
-    struct mx_ureq *u = mx_xcalloc(1, sizeof(*u));
+    bool has_body = opts->body_len > 0 || strcmp(opts->method, "POST") == 0;
+    const char *extra[2];
+    size_t extra_cnt = extra_headers(opts, has_body, extra);
+    size_t cnt = opts->header_cnt + extra_cnt;
+    size_t hdrs_size = cnt * sizeof(struct curl_slist);
+    for (size_t i = 0; i < opts->header_cnt; i++)
+        hdrs_size += strlen(opts->headers[i]) + 1;
+    for (size_t i = 0; i < extra_cnt; i++)
+        hdrs_size += strlen(extra[i]) + 1;
+    if (opts->body_len > SIZE_MAX - sizeof(struct mx_ureq) - hdrs_size)
+        return MX_EINVAL;
+    struct mx_ureq *u = mx_xmalloc(sizeof(*u) + hdrs_size + opts->body_len);
+    memset(u, 0, sizeof(*u));
     u->c = c;
     link_init(&u->node);
     link_init(&u->todo);
@@ -1231,24 +1288,29 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
     u->cbs = *cbs;
     u->data = data;
     u->may_repeat = opts->may_repeat;
-    u->has_body = opts->body_len > 0 || strcmp(opts->method, "POST") == 0;
+    u->has_body = has_body;
+    u->hdrs_size = hdrs_size;
+    char *text = (char *)(u->lines + cnt);
+    text = copy_lines(u->lines, opts->headers, opts->header_cnt, text);
+    text = copy_lines(u->lines + opts->header_cnt, extra, extra_cnt, text);
+    if (cnt) {
+        u->lines[cnt - 1].next = NULL;
+        u->hdrs = u->lines;
+    }
     u->body_len = opts->body_len;
     if (opts->body_len) {
-        u->body = mx_xmalloc(opts->body_len);
+        u->body = text;
         memcpy(u->body, opts->body, opts->body_len);
     }
     mx_buf_init(&u->head, HEAD_MAX_BYTES);
     link_add_tail(&c->reqs, &u->node);
     c->active++;
 
-    u->easy = curl_easy_init();
+    u->easy = easy_get(c);
     if (!u->easy) {
         err = MX_EUPSTREAM;
         goto fail;
     }
-    err = build_headers(u, opts);
-    if (err)
-        goto fail;
     CURLcode rc = setup_easy(u, opts);
     if (rc != CURLE_OK) {
         mx_log_debug(SUBSYS, "curl_easy_setopt: %s", curl_easy_strerror(rc));

@@ -100,6 +100,8 @@ void mx_ureq_resume(struct mx_ureq *u);
 
 /* Number of live transfers (for tests and /health). */
 size_t mx_uclient_active(const struct mx_uclient *c);
+/* Finished easy handles kept for reuse (for tests). */
+size_t mx_uclient_spare(const struct mx_uclient *c);
 
 /*
  * A pool: the connections of one upstream, kept apart from every other's (a

@@ -5,8 +5,11 @@
  * Retries and body bytes are reported to the upstream's observer
  * (upstream.h).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 
 #include "alloc.h"
 #include "backoff.h"
@@ -38,12 +41,8 @@ struct mx_upcall {
     struct mx_upstream *up;
     struct mx_upcall_cbs cbs;
     void *data;
-    struct mx_ureq_opts opts;
-    char **lines; /* owned copies of opts.headers; may hold a credential */
-    char *body;
-    char *method; /* owned copies: the caller's strings may be on its stack */
-    char *url;
-    char *ca_file;
+    struct mx_ureq_opts opts; /* its strings and body point into text[] */
+    size_t hdrs_len;          /* bytes of header text at the start of text[] */
     struct mx_ureq *ureq;
     struct mx_upcall *next; /* in up's queue */
     struct mx_upcall *prev;
@@ -60,6 +59,10 @@ struct mx_upcall {
     bool retry;  /* this attempt got a retry_on status */
     bool passed; /* a head went to the caller: no more retries */
     bool waited;
+    /* One allocation with the call: the copies of the caller's strings
+     * (they may be on its stack): opts.headers here, then their text (it may
+     * hold a credential: wiped), the method, url, ca_file and the body. */
+    char *lines[];
 };
 
 static void pump(struct mx_upstream *up);
@@ -146,13 +149,7 @@ static void call_free(struct mx_upcall *c)
         c->up->calls--;
     if (c->up->probe == c)
         c->up->probe = NULL;
-    for (size_t i = 0; i < c->opts.header_cnt; i++)
-        mx_secret_wipe_free(c->lines[i]);
-    free(c->lines);
-    free(c->body);
-    free(c->method);
-    free(c->url);
-    free(c->ca_file);
+    OPENSSL_cleanse(c->lines + c->opts.header_cnt, c->hdrs_len);
     free(c);
 }
 
@@ -438,28 +435,41 @@ int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstr
 {
     if (opts->method == NULL || opts->url == NULL)
         return MX_EINVAL;
-    struct mx_upcall *c = mx_xcalloc(1, sizeof(*c));
+    size_t hdrs_len = 0;
+    for (size_t i = 0; i < opts->header_cnt; i++)
+        hdrs_len += strlen(opts->headers[i]) + 1;
+    size_t method_len = strlen(opts->method) + 1;
+    size_t url_len = strlen(opts->url) + 1;
+    size_t ca_len = opts->ca_file ? strlen(opts->ca_file) + 1 : 0;
+    size_t fixed = sizeof(struct mx_upcall) + opts->header_cnt * sizeof(char *) + hdrs_len +
+                   method_len + url_len + ca_len;
+    if (opts->body_len > SIZE_MAX - fixed)
+        return MX_EINVAL;
+    struct mx_upcall *c = mx_xmalloc(fixed + opts->body_len);
+    memset(c, 0, sizeof(*c));
     c->loop = loop;
     c->uc = uc;
     c->up = up;
     c->cbs = *cbs;
     c->data = data;
     c->opts = *opts;
-    c->lines = mx_xcalloc(opts->header_cnt, sizeof(char *));
-    for (size_t i = 0; i < opts->header_cnt; i++)
-        c->lines[i] = mx_xstrdup(opts->headers[i]);
-    c->opts.headers = (const char *const *)c->lines;
-    if (opts->body_len) {
-        c->body = mx_xmalloc(opts->body_len);
-        memcpy(c->body, opts->body, opts->body_len);
+    c->hdrs_len = hdrs_len;
+    char *text = (char *)(c->lines + opts->header_cnt);
+    for (size_t i = 0; i < opts->header_cnt; i++) {
+        size_t len = strlen(opts->headers[i]) + 1;
+        c->lines[i] = memcpy(text, opts->headers[i], len);
+        text += len;
     }
-    c->opts.body = c->body;
-    c->method = mx_xstrdup(opts->method);
-    c->url = mx_xstrdup(opts->url);
-    c->ca_file = opts->ca_file ? mx_xstrdup(opts->ca_file) : NULL;
-    c->opts.method = c->method;
-    c->opts.url = c->url;
-    c->opts.ca_file = c->ca_file;
+    c->opts.headers = (const char *const *)c->lines;
+    c->opts.method = memcpy(text, opts->method, method_len);
+    text += method_len;
+    c->opts.url = memcpy(text, opts->url, url_len);
+    text += url_len;
+    if (opts->ca_file) {
+        c->opts.ca_file = memcpy(text, opts->ca_file, ca_len);
+        text += ca_len;
+    }
+    c->opts.body = opts->body_len ? memcpy(text, opts->body, opts->body_len) : NULL;
     c->is_stream = strcmp(opts->method, "GET") == 0;
     if (up->pool == NULL)
         up->pool = mx_upool_new(uc, (long)up->cfg->idle_close_ms, &pool_cbs, up);

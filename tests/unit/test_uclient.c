@@ -982,6 +982,182 @@ static void test_uclient_reuses_connection(void **state)
     free(url);
 }
 
+static void test_uclient_reuses_easy_handle(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_JSON);
+    char *url = url_of(s, "/mcp");
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    assert_int_equal(mx_uclient_spare(t->c), 0);
+    for (int i = 0; i < 3; i++) {
+        struct rsp r;
+        rsp_init(&r, t);
+        start(t, &o, &r);
+        assert_int_equal(mx_uclient_spare(t->c), 0); /* taken by the request */
+        assert_true(run_until(t, &r.done));
+        assert_int_equal(r.err, 0);
+        assert_int_equal(mx_uclient_spare(t->c), 1); /* back for the next one */
+        rsp_clear(&r);
+    }
+    /* many at once (over three servers, each within its listen backlog):
+     * what is kept afterwards is bounded */
+    enum { PER = 10, N = 3 * PER };
+    char *urls[3] = {url, NULL, NULL};
+    for (int k = 1; k < 3; k++) {
+        t->srv[k] = srv_new(t->loop, SRV_JSON);
+        urls[k] = url_of(t->srv[k], "/mcp");
+    }
+    struct rsp *rs = mx_xcalloc(N, sizeof(*rs));
+    for (int i = 0; i < N; i++) {
+        post_opts(&o, urls[i % 3]);
+        rsp_init(&rs[i], t);
+        start(t, &o, &rs[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_true(run_until(t, &rs[i].done));
+        assert_int_equal(rs[i].err, 0);
+        rsp_clear(&rs[i]);
+    }
+    free(rs);
+    assert_true(mx_uclient_spare(t->c) > 1);
+    assert_true(mx_uclient_spare(t->c) < N);
+    assert_int_equal(s->requests, 3 + PER);
+    for (int k = 0; k < 3; k++)
+        free(urls[k]);
+}
+
+static bool pool_idle_true(struct mx_upool *p, void *data)
+{
+    (void)p;
+    (*(int *)data)++;
+    return true;
+}
+
+static const struct mx_upool_cbs pool_true_cbs = {pool_idle_true};
+
+/*
+ * A handle used for one upstream and taken again for another must carry
+ * nothing over: not its header lines (a credential), method, body size,
+ * nor its pool's connections.
+ */
+static void test_uclient_reused_handle_forgets_request(void **state)
+{
+    struct tc *t = *state;
+    struct srv *a = t->srv[0] = srv_new(t->loop, SRV_JSON);
+    struct srv *b = t->srv[1] = srv_new(t->loop, SRV_JSON);
+    char *url_a = url_of(a, "/a");
+    char *url_b = url_of(b, "/b");
+    int idles = 0;
+    struct mx_upool *pa = mx_upool_new(t->c, 0, &pool_true_cbs, &idles);
+    static const char *const secret_hdrs[] = {("Authorization: Bearer " CANARY),
+                                              ("Cookie: __sbx_auth=" CANARY),
+                                              "Content-Type: text/x-canary"};
+    struct mx_ureq_opts o;
+    post_opts(&o, url_a);
+    o.method = "DELETE";
+    o.headers = secret_hdrs;
+    o.header_cnt = 3;
+    o.pool = pa;
+    o.timeout_ms = 100000;
+    struct rsp r1;
+    rsp_init(&r1, t);
+    start(t, &o, &r1);
+    assert_true(run_until(t, &r1.done));
+    assert_int_equal(r1.err, 0);
+    assert_true(srv_head_has(a, "Authorization: Bearer " CANARY));
+    assert_memory_equal(mx_buf_data(&a->head), "DELETE /a HTTP/1.1\r\n", 20);
+
+    /* the same server without the pool: a connection of its own */
+    struct mx_ureq_opts g = {0};
+    g.method = "GET";
+    g.url = url_a;
+    g.timeout_ms = 3000;
+    struct rsp r2;
+    rsp_init(&r2, t);
+    start(t, &g, &r2);
+    assert_true(run_until(t, &r2.done));
+    assert_int_equal(r2.err, 0);
+    assert_false(r2.info.reused);
+    assert_int_equal(a->accepted, 2);
+    assert_memory_equal(mx_buf_data(&a->head), "GET /a HTTP/1.1\r\n", 17);
+    assert_null(memmem(mx_buf_data(&a->head), mx_buf_len(&a->head), CANARY, strlen(CANARY)));
+    assert_false(srv_head_has_name(a, "content-type:"));
+    assert_false(srv_head_has_name(a, "content-length:"));
+    assert_int_equal(mx_buf_len(&a->body), 0);
+
+    /* another upstream, through a pool of its own */
+    struct mx_upool *pb = mx_upool_new(t->c, 0, &pool_true_cbs, &idles);
+    g.url = url_b;
+    g.pool = pb;
+    struct rsp r3;
+    rsp_init(&r3, t);
+    start(t, &g, &r3);
+    assert_true(run_until(t, &r3.done));
+    assert_int_equal(r3.err, 0);
+    assert_false(r3.info.reused);
+    assert_memory_equal(mx_buf_data(&b->head), "GET /b HTTP/1.1\r\n", 17);
+    assert_null(memmem(mx_buf_data(&b->head), mx_buf_len(&b->head), CANARY, strlen(CANARY)));
+    assert_false(srv_head_has_name(b, "authorization:"));
+    assert_false(srv_head_has_name(b, "cookie:"));
+
+    /* a freed pool closes its connections although its handles live on */
+    mx_upool_free(pa);
+    mx_upool_free(pb);
+    run_for(t, 0.05);
+    assert_int_equal(a->eofs, 1); /* the pooled one; the common cache keeps the other */
+    assert_int_equal(b->eofs, 1);
+    assert_int_equal(idles, 0);
+    rsp_clear(&r1);
+    rsp_clear(&r2);
+    rsp_clear(&r3);
+    free(url_a);
+    free(url_b);
+}
+
+/* An idle pool closes its connections after its transfers' handles were
+ * kept for reuse (they must not hold on to its connection cache). */
+static void test_uclient_idle_pool_closes_after_reuse(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_JSON);
+    char *url = url_of(s, "/mcp");
+    int idles = 0;
+    struct mx_upool *p = mx_upool_new(t->c, 100, &pool_true_cbs, &idles);
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    o.pool = p;
+    for (int i = 0; i < 2; i++) {
+        struct rsp r;
+        rsp_init(&r, t);
+        start(t, &o, &r);
+        assert_true(run_until(t, &r.done));
+        assert_int_equal(r.err, 0);
+        assert_int_equal(r.info.reused, i > 0);
+        rsp_clear(&r);
+    }
+    struct mx_upool_info info;
+    mx_upool_info(p, &info);
+    assert_int_equal(info.conns, 1);
+    run_for(t, 0.3);
+    assert_int_equal(idles, 1);
+    mx_upool_info(p, &info);
+    assert_int_equal(info.conns, 0);
+    assert_true(info.idle_closed != 0);
+    assert_int_equal(s->eofs, 1);
+    /* and the pool works again afterwards, on a new connection */
+    struct rsp r;
+    rsp_init(&r, t);
+    start(t, &o, &r);
+    assert_true(run_until(t, &r.done));
+    assert_int_equal(r.err, 0);
+    assert_false(r.info.reused);
+    assert_int_equal(s->accepted, 2);
+    rsp_clear(&r);
+    mx_upool_free(p);
+    free(url);
+}
+
 static void test_uclient_timeout(void **state)
 {
     struct tc *t = *state;
@@ -1341,6 +1517,9 @@ int main(void)
         T(test_uclient_reused_delete_resent_when_allowed),
         T(test_uclient_idle_close_uses_new_connection),
         T(test_uclient_reuses_connection),
+        T(test_uclient_reuses_easy_handle),
+        T(test_uclient_reused_handle_forgets_request),
+        T(test_uclient_idle_pool_closes_after_reuse),
         T(test_uclient_timeout),
         T(test_uclient_cancel_in_on_data),
         T(test_uclient_cancel_in_on_head),
