@@ -23,6 +23,12 @@
  * a few requests a second, and the call goes out soon after it is ready. */
 #define BACKOFF_BASE_MS 50
 #define BACKOFF_CAP_MS  250
+/* Where a wake hook was asked to resume the sandbox, it is expected back
+ * soon: probes go from 10 ms to at most 50 ms apart (25 to 50 with the
+ * jitter, one probe at a time per upstream), so the call goes out within
+ * about 20 ms of the resume on average, not half a long backoff later. */
+#define WAKE_BACKOFF_BASE_MS 10
+#define WAKE_BACKOFF_CAP_MS  50
 /* A request held this long by an upstream that had been idle is taken as a
  * sandbox resuming (Sandboxer holds the first request while it resumes). */
 #define HOLD_S          1.0
@@ -254,8 +260,10 @@ static void not_awake(struct mx_upcall *c)
         return;
     }
     up->probe = c;
+    bool hooked = up->cfg->wake != NULL;
     int64_t ms =
-        mx_backoff_ms(c->attempts++, BACKOFF_BASE_MS, BACKOFF_CAP_MS, mx_rand_below(1u << 20));
+        mx_backoff_ms(c->attempts++, hooked ? WAKE_BACKOFF_BASE_MS : BACKOFF_BASE_MS,
+                      hooked ? WAKE_BACKOFF_CAP_MS : BACKOFF_CAP_MS, mx_rand_below(1u << 20));
     double delay = (double)ms / 1000.0;
     if (now + delay > c->deadline)
         delay = c->deadline - now;
