@@ -59,6 +59,9 @@ struct upctx {
 struct upwait {
     struct upwait *next;
     void (*cb)(struct upwait *w, struct mx_mcpup *u);
+    /* done once the upstream answered initialize; its lists may still
+     * be on their way */
+    bool init_only;
 };
 
 struct upwaits;
@@ -130,6 +133,9 @@ struct sessx {
      * generations it was last told about; NULL at /mcp */
     struct mx_mcpup *scope;
     uint32_t seen[MX_AGG_KIND_CNT];
+    /* at /mcp: the merged views (view signatures) it was last answered
+     * with, by initialize or a list: list_changed only when they moved */
+    uint64_t told[MX_AGG_KIND_CNT];
 };
 
 struct mx_mcp {
@@ -149,7 +155,9 @@ struct mx_mcp {
     struct mx_agg_view *views[MX_AGG_KIND_CNT];
     struct mx_uriroute *uris;
     bool views_dirty;
-    uint64_t views_rev; /* counts the rebuilds of the views */
+    uint64_t views_rev;                /* counts the rebuilds of the views */
+    uint64_t sig_val[MX_AGG_KIND_CNT]; /* view_sig() as of views_rev sig_rev */
+    uint64_t sig_rev[MX_AGG_KIND_CNT];
     /* list pages as sent, by kind, endpoint and cursor (mcp_list_page_text) */
     struct mcp_page *pages;
     size_t page_bytes;
@@ -167,6 +175,10 @@ void mcp_up_init(struct mx_mcp *m, struct mx_upstream *const *ups, size_t cnt);
 void mcp_up_clear(struct mx_mcp *m);
 /* Slot |idx| was retired: hidden from lists and routing. */
 void mcp_up_retired(struct mx_mcp *m, size_t idx);
+
+/* Session |sx| was answered with what it sees of |kind| now (-1: every
+ * kind, at initialize): list_changed tells it only of what moved since. */
+void mcp_session_told(struct mx_mcp *m, struct sessx *sx, int kind);
 
 /* The upstream session |s| should use for |u|, opened if needed. */
 struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s);
@@ -291,6 +303,9 @@ struct mcp_wait *mcp_wait_new(struct mx_mcp *m, struct mx_call *c, json_t *msg, 
                               struct mx_mcpup *scope, mcp_wait_cb done, void *data);
 /* Start (or join) |u|'s refresh of |kinds| through |via| and wait for it. */
 void mcp_wait_add(struct mcp_wait *w, struct mx_mcpup *u, struct upctx *via, unsigned kinds);
+/* The same, waiting only until |u| answered initialize: the lists go on
+ * being fetched for the requests that need them. */
+void mcp_wait_add_init(struct mcp_wait *w, struct mx_mcpup *u, struct upctx *via, unsigned kinds);
 /* End early once |name| of |kind| reaches an upstream (a routed request). */
 void mcp_wait_until(struct mcp_wait *w, enum mx_agg_kind kind, const char *name);
 /* Done adding: wait at most |bound_s|. With nothing to wait for, |done|

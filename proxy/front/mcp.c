@@ -401,8 +401,6 @@ static void respond_init(struct mx_mcp *m, struct mx_session *s, struct mx_call 
         json_t *ins = json_object_get(scope->init, "instructions");
         if (json_is_string(ins))
             json_object_set(result, "instructions", ins);
-        for (int k = 0; k < MX_AGG_KIND_CNT; k++)
-            sx->seen[k] = mcp_scope_gen(scope, k);
     } else {
         result = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}}", "protocolVersion", s->version,
                            "capabilities", mcp_merged_caps(m), "serverInfo", "name", "mcplex",
@@ -415,6 +413,7 @@ static void respond_init(struct mx_mcp *m, struct mx_session *s, struct mx_call 
         json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", c->client_id, "result", result);
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     mcp_announce_now(m);
+    mcp_session_told(m, sx, -1);
     s->answered = true;
     mx_call_json(c, 200, r, hdrs, 1);
 }
@@ -439,9 +438,10 @@ static void respond_list(struct mx_mcp *m, struct mx_session *s, struct mx_call 
         return;
     }
     struct mx_str page;
-    if (mcp_list_page_text(m, kind, json_object_get(msg, "params"), scope, &page, &bad))
+    if (mcp_list_page_text(m, kind, json_object_get(msg, "params"), scope, &page, &bad)) {
+        mcp_session_told(m, s->owner, (int)kind);
         mx_call_result_text(c, page);
-    else /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
+    } else /* MCP 2025-06-18, Pagination: an invalid cursor is -32602 */
         mx_call_error(c, 200, MX_RPC_INVALID_PARAMS, bad, NULL);
 }
 
@@ -488,7 +488,10 @@ static void list_wait(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
             continue;
         /* MCP checklist §9.2: initialize and lists must not hang on one
          * slow upstream; the bound ends the wait */
-        mcp_wait_add(w, u, mcp_up_session(u, s), kinds);
+        if (what == WAIT_INIT) /* the lists go on coming meanwhile */
+            mcp_wait_add_init(w, u, mcp_up_session(u, s), kinds);
+        else
+            mcp_wait_add(w, u, mcp_up_session(u, s), kinds);
     }
     mcp_wait_start(w, scope ? mcp_scope_wait_s(scope)
                             : (double)m->cfg->proxy.fanout_timeout_ms / 1000.0);

@@ -31,6 +31,7 @@
 #define SUBSYS           SUBSYS_MCP
 #define ANNOUNCE_DELAY_S 0.01 /* coalesce bursts of changes into one list_changed */
 
+static void release_init_waiters(struct mx_mcpup *u);
 static void pages_clear(struct mx_mcp *m);
 static const char *const list_methods[MX_AGG_KIND_CNT] = {
     "tools/list", "prompts/list", "resources/list", "resources/templates/list"};
@@ -569,7 +570,31 @@ static void on_connected(struct mx_uprpc *rpc, json_t *resp, const struct mx_upf
     if (u->init == NULL)
         u->init = json_incref(u->m->ops->init_result(r->via->v.s));
     mcp_up_note_ok(u);
-    refresh_step(r);
+    refresh_step(r); /* may end the refresh, and free r */
+    release_init_waiters(u);
+}
+
+/* The waiters that wanted |u|'s initialize only: done now. Taken off the
+ * list first, since their callbacks may add waiters or end the refresh. */
+static void release_init_waiters(struct mx_mcpup *u)
+{
+    struct upwait *done = NULL, **pp = &u->waiters;
+    while (*pp) {
+        struct upwait *w = *pp;
+        if (w->init_only) {
+            *pp = w->next;
+            w->next = done;
+            done = w;
+        } else {
+            pp = &w->next;
+        }
+    }
+    while (done) {
+        struct upwait *n = done->next;
+        done->next = NULL;
+        done->cb(done, u);
+        done = n;
+    }
 }
 
 void mcp_up_refresh(struct mx_mcpup *u, struct upctx *via, unsigned kinds, struct upwait *w)
@@ -634,13 +659,14 @@ static void mcp_upwaits_init(struct upwaits *ws, struct mx_mcp *m, void (*cb)(st
 }
 
 static void mcp_upwaits_add(struct upwaits *ws, struct mx_mcpup *u, struct upctx *via,
-                            unsigned kinds)
+                            unsigned kinds, bool init_only)
 {
     MX_ASSERT(u->idx < ws->cnt);
     struct upwait_slot *slot = &ws->v[u->idx];
     MX_ASSERT(!slot->active);
     slot->ws = ws;
     slot->w.cb = upwaits_one_done;
+    slot->w.init_only = init_only;
     slot->active = true;
     ws->waiting++;
     mcp_up_refresh(u, via, kinds, &slot->w);
@@ -798,6 +824,29 @@ static uint64_t view_sig(struct mx_mcp *m, int kind)
     return h;
 }
 
+/* view_sig(), computed once per rebuild of the views */
+static uint64_t cur_sig(struct mx_mcp *m, int kind)
+{
+    (void)mcp_view(m, (enum mx_agg_kind)kind);
+    if (m->sig_rev[kind] != m->views_rev + 1) {
+        m->sig_val[kind] = view_sig(m, kind);
+        m->sig_rev[kind] = m->views_rev + 1; /* 0: never computed */
+    }
+    return m->sig_val[kind];
+}
+
+void mcp_session_told(struct mx_mcp *m, struct sessx *sx, int kind)
+{
+    for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
+        if (kind >= 0 && k != kind)
+            continue;
+        if (sx->scope)
+            sx->seen[k] = mcp_scope_gen(sx->scope, k);
+        else
+            sx->told[k] = cur_sig(m, k);
+    }
+}
+
 static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 void mcp_changed(struct mx_mcp *m)
@@ -814,12 +863,13 @@ static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
         "notifications/tools/list_changed", "notifications/prompts/list_changed",
         "notifications/resources/list_changed", "notifications/resources/list_changed"};
     bool changed[MX_AGG_KIND_CNT];
+    uint64_t sig[MX_AGG_KIND_CNT];
     (void)loop;
     (void)revents;
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
-        uint64_t sig = view_sig(m, k);
-        changed[k] = sig != m->seen_sig[k];
-        m->seen_sig[k] = sig;
+        sig[k] = cur_sig(m, k);
+        changed[k] = sig[k] != m->seen_sig[k];
+        m->seen_sig[k] = sig[k];
     }
     changed[MX_AGG_RESOURCES] = changed[MX_AGG_RESOURCES] || changed[MX_AGG_TEMPLATES];
     for (int k = 0; k < MX_AGG_TEMPLATES; k++) {
@@ -830,11 +880,20 @@ static void announce_cb(struct ev_loop *loop, ev_timer *w, int revents)
         for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {
             struct sessx *sx = s->owner;
             /* MCP 2025-06-18, Tools: list_changed once the client could
-             * have listed; before its initialize answer it lists anyway */
-            if (s->answered && sx && sx->scope == NULL) {
-                mcp_push(s, note);
-                n++;
-            }
+             * have listed; before its initialize answer it lists anyway.
+             * Not to a client answered with this view already. */
+            if (!s->answered || sx == NULL || sx->scope != NULL)
+                continue;
+            bool moved =
+                sx->told[k] != sig[k] ||
+                (k == MX_AGG_RESOURCES && sx->told[MX_AGG_TEMPLATES] != sig[MX_AGG_TEMPLATES]);
+            if (!moved)
+                continue;
+            sx->told[k] = sig[k];
+            if (k == MX_AGG_RESOURCES)
+                sx->told[MX_AGG_TEMPLATES] = sig[MX_AGG_TEMPLATES];
+            mcp_push(s, note);
+            n++;
         }
         mx_log_debug(SUBSYS, "%s to %zu sessions", methods[k], n);
         json_decref(note);
@@ -965,7 +1024,16 @@ struct mcp_wait *mcp_wait_new(struct mx_mcp *m, struct mx_call *c, json_t *msg, 
 
 void mcp_wait_add(struct mcp_wait *w, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
 {
-    mcp_upwaits_add(&w->ups, u, via, kinds);
+    mcp_upwaits_add(&w->ups, u, via, kinds, false);
+}
+
+void mcp_wait_add_init(struct mcp_wait *w, struct mx_mcpup *u, struct upctx *via, unsigned kinds)
+{
+    if (u->state == UPS_READY && u->init) {
+        mcp_up_refresh(u, via, kinds, NULL); /* answered before: nothing to wait for */
+        return;
+    }
+    mcp_upwaits_add(&w->ups, u, via, kinds, true);
 }
 
 void mcp_wait_until(struct mcp_wait *w, enum mx_agg_kind kind, const char *name)

@@ -593,9 +593,17 @@ static void raw_send(struct raw *r, const char *line)
 }
 
 /* The next line mcplex writes, parsed; NULL at EOF. Fails after RAW_WAIT_MS. */
+/* The next message that is not a list_changed: lists that come after
+ * initialize are announced, and a client takes that at any time. */
 static json_t *raw_next(struct raw *r)
 {
-    return mx_it_lines_next(&r->out, RAW_WAIT_MS);
+    for (;;) {
+        json_t *m = mx_it_lines_next(&r->out, RAW_WAIT_MS);
+        const char *method = json_string_value(json_object_get(m, "method"));
+        if (m == NULL || method == NULL || strstr(method, "/list_changed") == NULL)
+            return m;
+        json_decref(m);
+    }
 }
 
 /* Wait for the exit status; fails after RAW_EXIT_MS. */

@@ -23,7 +23,8 @@
 //                 "go_file", "trigger": {"name", "arguments"}}
 //             list, write |ready_file|, wait for |go_file| to exist (if
 //             given), call the |trigger| tool (if given), wait for the
-//             kind's list_changed, list again
+//             kind's list_changed (one sent after the first listing), list
+//             again
 //   same-ids  {"calls": [{"name","arguments"}, ...]} raw HTTP: one session per
 //             call, all sending tools/call with id 1 and progress token "tok"
 //             at once; each session's messages are reported
@@ -325,12 +326,16 @@ async function run(url, scenario, args, timeoutMs) {
     const changes = { tools: 0, prompts: 0, resources: 0 };
     let changed = null;
     const changeSeen = new Promise((resolve) => { changed = resolve; });
+    // list-changed waits for a change of what it listed: a notification
+    // that came before (lists that arrived after initialize) is counted,
+    // not awaited
+    let armed = scenario !== 'list-changed';
     for (const [kind, schema] of [['tools', ToolListChangedNotificationSchema],
                                   ['prompts', PromptListChangedNotificationSchema],
                                   ['resources', ResourceListChangedNotificationSchema]]) {
         client.setNotificationHandler(schema, () => {
             changes[kind]++;
-            if (kind === (args.kind ?? 'tools'))
+            if (armed && kind === (args.kind ?? 'tools'))
                 changed();
         });
     }
@@ -453,6 +458,7 @@ async function run(url, scenario, args, timeoutMs) {
         const method = { tools: 'listTools', prompts: 'listPrompts', resources: 'listResources' }[kind];
         const key = kind;
         await step('before', () => listAll(client, method, key));
+        armed = true;
         if (args.ready_file)
             writeFileSync(args.ready_file, 'ready\n');
         const waitStart = performance.now();
