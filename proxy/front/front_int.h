@@ -104,6 +104,7 @@ struct mx_mcpup {
     struct upwait *waiters;
     bool from_catalogue; /* init and lists came from disk, not this run */
     ev_timer keepalive;  /* keepalive > 0: ping the upstream when idle that long */
+    ev_timer retry;      /* unreachable, no wake hook: tried again after retry_s */
     /* freshness hint (MCP 2026-07-28 ttlMs) of each list, 0 when none, and
      * when it was received */
     int64_t ttl_ms[MX_AGG_KIND_CNT];

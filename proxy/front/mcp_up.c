@@ -75,6 +75,32 @@ static const char *up_state_name(enum mcpup_state s)
     return "?";
 }
 
+/*
+ * An HTTP upstream that took no connection and has no wake hook is tried
+ * again in the background after retry_s (which doubles while it stays
+ * down), so that it rejoins the lists, with list_changed, once it is back.
+ * One with a wake hook is never: it may be asleep by choice, and only a
+ * call wakes it.
+ */
+static void schedule_retry(struct mx_mcpup *u)
+{
+    if (u->cfg->wake || u->cfg->url == NULL || strcmp(u->fail.reason, "unreachable") != 0)
+        return;
+    ev_timer_stop(u->m->loop, &u->retry);
+    ev_timer_set(&u->retry, u->retry_s, 0.0);
+    ev_timer_start(u->m->loop, &u->retry);
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_mcpup *u = mx_container_of(w, struct mx_mcpup, retry);
+    (void)loop;
+    (void)revents;
+    if (u->state != UPS_FAILED || u->up->retired || u->m->shutting_down || u->refresh)
+        return;
+    mcp_up_refresh(u, mcp_up_session(u, NULL), KINDS_ALL, NULL);
+}
+
 static void set_up_state(struct mx_mcpup *u, enum mcpup_state st)
 {
     if (u->state == st)
@@ -83,6 +109,8 @@ static void set_up_state(struct mx_mcpup *u, enum mcpup_state st)
                  up_state_name(st));
     bool was_visible = mcp_up_visible(u);
     u->state = st;
+    if (st == UPS_FAILED)
+        schedule_retry(u);
     if (was_visible != mcp_up_visible(u))
         mcp_changed(u->m);
 }
@@ -116,6 +144,7 @@ void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f)
         set_up_state(u, UPS_FAILED);
     } else {
         u->retry_s = u->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : u->retry_s * 2;
+        schedule_retry(u);
     }
 }
 
@@ -1394,6 +1423,7 @@ static struct mx_mcpup *slot_setup(struct mx_mcp *m, struct mx_upstream *up)
     if (u->m) {
         m->ops->env_clear(&u->env); /* a goodbye of the former upstream still going */
         ev_timer_stop(m->loop, &u->keepalive);
+        ev_timer_stop(m->loop, &u->retry);
     }
     memset(u, 0, sizeof(*u));
     /* a cursor from the slot's former upstream never matches the new one */
@@ -1408,6 +1438,7 @@ static struct mx_mcpup *slot_setup(struct mx_mcp *m, struct mx_upstream *up)
     u->env.up = up;
     u->shared.u = u;
     u->retry_s = RETRY_MIN_S;
+    ev_init(&u->retry, retry_cb);
     ev_init(&u->keepalive, keepalive_cb);
     if (u->cfg->keepalive_ms > 0) {
         ev_timer_set(&u->keepalive, (double)u->cfg->keepalive_ms / 1000.0, 0.0);
@@ -1464,6 +1495,7 @@ void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
         return;
     struct mx_mcpup *u = m->ups[idx];
     ev_timer_stop(m->loop, &u->keepalive);
+    ev_timer_stop(m->loop, &u->retry);
     if (u->refresh)
         refresh_abort(u);
     /* what is left of its /mcp/<server> sessions ends with it */
@@ -1520,6 +1552,7 @@ void mcp_up_clear(struct mx_mcp *m)
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         ev_timer_stop(m->loop, &u->keepalive);
+        ev_timer_stop(m->loop, &u->retry);
         if (u->refresh)
             refresh_abort(u);
         m->ops->close(u->shared.v.s);

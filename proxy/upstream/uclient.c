@@ -21,6 +21,8 @@
  * handle is removed at once when no curl call is on the stack, else right
  * after libcurl returns.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +163,7 @@ struct mx_ureq {
     bool curl_paused;     /* we answered CURL_WRITEFUNC_PAUSE: libcurl holds the bytes */
 
     char errbuf[CURL_ERROR_SIZE];
+    CURLcode result; /* how the transfer ended */
 
     /* One allocation with the request: the header list (libcurl only reads
      * it, so it need not come from curl_slist_append), the text of its lines,
@@ -658,6 +661,49 @@ static double info_seconds(CURL *easy, CURLINFO what)
     return (double)us / 1e6;
 }
 
+/* What kept a connection from being made, for the caller to say: the
+ * address from libcurl (or the URL's host), the reason from errno or
+ * libcurl's own text, which names hosts and ports, never headers. */
+static void connection_cause(const struct mx_ureq *u, struct mx_ureq_info *info)
+{
+    char *ip = NULL;
+    long port = 0, os_errno = 0;
+    if (u->result == CURLE_COULDNT_RESOLVE_HOST) {
+        info->no_connection = true;
+        snprintf(info->cause, sizeof(info->cause), "%.150s",
+                 u->errbuf[0] ? u->errbuf : "could not resolve the host");
+        info->cause[0] = (char)tolower((unsigned char)info->cause[0]);
+        return;
+    }
+    if (u->result != CURLE_COULDNT_CONNECT)
+        return;
+    info->no_connection = true;
+    curl_easy_getinfo(u->easy, CURLINFO_PRIMARY_IP, &ip);
+    curl_easy_getinfo(u->easy, CURLINFO_PRIMARY_PORT, &port);
+    curl_easy_getinfo(u->easy, CURLINFO_OS_ERRNO, &os_errno);
+    const char *why = os_errno == ECONNREFUSED ? "connection refused"
+                      : os_errno               ? strerror((int)os_errno)
+                                               : "cannot connect";
+    if (ip && *ip && port > 0) {
+        snprintf(info->cause, sizeof(info->cause), "%s at %s:%ld", why, ip, port);
+        return;
+    }
+    /* no address tried (libcurl 7.88 keeps none for a failed connect): the
+     * URL's host and port */
+    char *url = NULL, *host = NULL, *uport = NULL;
+    CURLU *h = curl_url();
+    curl_easy_getinfo(u->easy, CURLINFO_EFFECTIVE_URL, &url);
+    if (h && url && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_PORT, &uport, CURLU_DEFAULT_PORT) == CURLUE_OK)
+        snprintf(info->cause, sizeof(info->cause), "%s at %.100s:%.8s", why, host, uport);
+    else
+        snprintf(info->cause, sizeof(info->cause), "%s", why);
+    curl_free(host);
+    curl_free(uport);
+    curl_url_cleanup(h);
+}
+
 static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)
 {
     memset(info, 0, sizeof(*info));
@@ -676,6 +722,7 @@ static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)
     info->http_status = u->head_done ? u->status : 0;
     if (!u->easy)
         return;
+    connection_cause(u, info);
     info->connect_s = info_seconds(u->easy, CURLINFO_CONNECT_TIME_T);
     info->appconnect_s = info_seconds(u->easy, CURLINFO_APPCONNECT_TIME_T);
     info->starttransfer_s = info_seconds(u->easy, CURLINFO_STARTTRANSFER_TIME_T);
@@ -712,6 +759,7 @@ static void finish(struct mx_ureq *u, CURLcode result)
         return;
     }
     MX_ASSERT(u->state == MX_UREQ_RUNNING);
+    u->result = result;
     int err = map_result(u, result);
     if (err)
         /* errbuf holds libcurl's failf() text: hosts, ports, byte counts,

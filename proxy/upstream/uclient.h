@@ -36,6 +36,11 @@ struct mx_ureq_info {
     double total_s;
     bool reused;       /* the connection was reused */
     bool wake_timeout; /* set by upcall.c: the upstream did not wake in time */
+    /* no connection could be made: refused or unreachable, or the host
+     * does not resolve; |cause| says which and where ("connection refused
+     * at 127.0.0.1:9999"); "" when the failure was another */
+    bool no_connection;
+    char cause[160];
 };
 
 struct mx_ureq_cbs {

@@ -29,6 +29,10 @@
  * about 20 ms of the resume on average, not half a long backoff later. */
 #define WAKE_BACKOFF_BASE_MS 10
 #define WAKE_BACKOFF_CAP_MS  50
+/* An upstream with no wake hook that takes no connection for this long is
+ * down, not waking: its calls fail with the cause instead of waiting for
+ * wake_timeout. */
+#define UNREACHABLE_S 1.5
 /* A request held this long by an upstream that had been idle is taken as a
  * sandbox resuming (Sandboxer holds the first request while it resumes). */
 #define HOLD_S          1.0
@@ -240,11 +244,28 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
     launch_or_fail(c);
 }
 
+/* No connection for UNREACHABLE_S and nothing that could wake it: the
+ * call fails with what kept the connection from being made. */
+static bool given_up(struct mx_upcall *c, ev_tstamp now)
+{
+    struct mx_upstream *up = c->up;
+    if (up->cfg->wake || up->unreachable_since == 0 || now - up->unreachable_since < UNREACHABLE_S)
+        return false;
+    struct mx_ureq_info info = {0};
+    info.no_connection = true;
+    snprintf(info.cause, sizeof(info.cause), "%s", up->unreachable_cause);
+    mx_upstream_note(up, MX_UPSTREAM_EV_UNREACHABLE);
+    finish(c, MX_ECLOSED, &info);
+    return true;
+}
+
 /* The attempt failed in a way that cannot have reached the sandbox. */
 static void not_awake(struct mx_upcall *c)
 {
     struct mx_upstream *up = c->up;
     ev_tstamp now = ev_now(c->loop);
+    if (given_up(c, now))
+        return;
     start_wake(c);
     notify_wait(c);
     if (now >= c->deadline) {
@@ -267,6 +288,12 @@ static void not_awake(struct mx_upcall *c)
     double delay = (double)ms / 1000.0;
     if (now + delay > c->deadline)
         delay = c->deadline - now;
+    /* an unreachable upstream with no hook: look again when it is due */
+    if (!up->cfg->wake && up->unreachable_since > 0 &&
+        up->unreachable_since + UNREACHABLE_S - now < delay)
+        delay = up->unreachable_since + UNREACHABLE_S - now > 0
+                    ? up->unreachable_since + UNREACHABLE_S - now
+                    : 0.0;
     c->state = CALL_BACKOFF;
     ev_timer_set(&c->timer, delay, 0.0);
     ev_timer_start(c->loop, &c->timer);
@@ -325,6 +352,13 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         mx_upstream_report_bytes(c->up, c->opts.body_len, 0);
     bool unsent =
         err == MX_ECLOSED && !info->response_started && (!info->body_sent || c->opts.may_repeat);
+    if (info->no_connection) {
+        if (c->up->unreachable_since == 0)
+            c->up->unreachable_since = ev_now(c->loop);
+        snprintf(c->up->unreachable_cause, sizeof(c->up->unreachable_cause), "%s", info->cause);
+    } else if (err == 0 || info->response_started) {
+        c->up->unreachable_since = 0;
+    }
     if (!c->passed && (c->retry || unsent)) {
         c->retry = false;
         not_awake(c);

@@ -119,6 +119,9 @@ void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct 
         upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "not-awake",
                "upstream '%s' did not wake within %lld s", cfg->name,
                (long long)(cfg->wake_timeout_ms / 1000));
+    else if (info && info->no_connection && info->cause[0])
+        upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", "upstream '%s' is unreachable: %s",
+               cfg->name, info->cause);
     else if (err == MX_EPROTO)
         upfail(out, MX_RPC_UPSTREAM_HTTP, "invalid-header",
                "upstream '%s' sent an invalid header (a control character in a header value); "

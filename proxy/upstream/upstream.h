@@ -92,6 +92,9 @@ struct mx_upstream {
     uint64_t wakes;    /* wakes started */
     ev_tstamp waking_since;
     ev_tstamp last_activity; /* last answer from the upstream */
+    /* since when no connection could be made (0: one was), and why */
+    ev_tstamp unreachable_since;
+    char unreachable_cause[160];
     /* idle_close (upcall.c): the upstream's own connections, and the
      * streams it holds open for the upstream's messages, which are closed
      * once no call has used it for idle_close */
