@@ -66,6 +66,7 @@ struct mx_upcall {
     bool is_stream; /* GET: long-lived, takes no concurrency slot */
     bool counted;   /* holds a concurrency slot */
     bool queued;
+    bool bypass; /* while queued: a stream, or it holds its slot (up->q_bypass) */
     bool retry;  /* this attempt got a retry_on status */
     bool passed; /* a head went to the caller: no more retries */
     bool waited;
@@ -97,6 +98,8 @@ static void enqueue(struct mx_upcall *c)
         up->q_head = c;
     up->q_tail = c;
     c->queued = true;
+    c->bypass = c->is_stream || c->counted;
+    up->q_bypass += c->bypass;
     c->state = CALL_QUEUED;
 }
 
@@ -115,6 +118,7 @@ static void dequeue(struct mx_upcall *c)
         up->q_tail = c->prev;
     c->next = c->prev = NULL;
     c->queued = false;
+    up->q_bypass -= c->bypass;
 }
 
 static void release_slot(struct mx_upcall *c)
@@ -431,8 +435,13 @@ static void pump(struct mx_upstream *up)
      * once the upstream is at max_concurrency. */
     for (struct mx_upcall *c = up->q_head, *next; c; c = next) {
         next = c->next;
-        if (must_wait(c))
+        if (must_wait(c)) {
+            /* what keeps it waiting (the probe, or every slot taken) keeps
+             * every later one too, unless that one needs no slot */
+            if (up->q_bypass == 0)
+                break;
             continue;
+        }
         dequeue(c);
         ev_timer_stop(c->loop, &c->timer);
         launch_or_fail(c);

@@ -328,7 +328,10 @@ static void rpc_unlink(struct mx_uph_rpc *r)
         s->rpcs = r->next;
     if (r->next)
         r->next->prev = r->prev;
+    else if (s->rpcs_tail == r)
+        s->rpcs_tail = r->prev;
     r->prev = r->next = NULL;
+    s->unlinks++;
 }
 
 void mx_uph_rpc_free(struct mx_uph_rpc *r)
@@ -384,13 +387,23 @@ void mx_uph_rpc_finish(struct mx_uph_rpc *r, json_t *resp, const struct mx_upfai
     mx_uph_unref(s);
 }
 
-static struct mx_uph_rpc *first_waiting(struct mx_uph_sess *s, uint64_t max_seq)
+static bool is_waiting(const struct mx_uph_rpc *r, uint64_t max_seq)
 {
-    for (struct mx_uph_rpc *r = s->rpcs; r; r = r->next) {
-        if (r->op == NULL && !r->mrtr_wait && !r->resuming && !r->sub_wait && r->seq <= max_seq)
+    return r->op == NULL && !r->mrtr_wait && !r->resuming && !r->sub_wait && r->seq <= max_seq;
+}
+
+static struct mx_uph_rpc *first_waiting_from(struct mx_uph_rpc *r, uint64_t max_seq)
+{
+    for (; r; r = r->next) {
+        if (is_waiting(r, max_seq))
             return r;
     }
     return NULL;
+}
+
+static struct mx_uph_rpc *first_waiting(struct mx_uph_sess *s, uint64_t max_seq)
+{
+    return first_waiting_from(s->rpcs, max_seq);
 }
 
 /* Requests waiting for the session: fail them with |fail|. One at a time,
@@ -406,12 +419,19 @@ static void fail_waiting(struct mx_uph_sess *s, const struct mx_upfail *fail)
     mx_uph_unref(s);
 }
 
+/* In order. The scan goes on from the request after the one launched,
+ * unless a launch took requests off the list (a failure's callbacks may):
+ * then from the head again. */
 static void launch_waiting(struct mx_uph_sess *s)
 {
-    struct mx_uph_rpc *r;
     mx_uph_ref(s);
-    while (s->state == MX_UPH_READY && (r = first_waiting(s, UINT64_MAX)) != NULL)
+    struct mx_uph_rpc *r = first_waiting(s, UINT64_MAX);
+    while (s->state == MX_UPH_READY && r != NULL) {
+        struct mx_uph_rpc *next = r->next;
+        uint64_t unlinks = s->unlinks;
         op_launch_rpc(r);
+        r = first_waiting_from(s->unlinks == unlinks ? next : s->rpcs, UINT64_MAX);
+    }
     mx_uph_unref(s);
 }
 
@@ -1160,14 +1180,12 @@ static int http_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
     r->resume_ms = -1;
     ev_init(&r->sub_timer, mx_uph26_sub_timeout);
     /* at the tail: waiting requests go out in the order they came */
-    struct mx_uph_rpc **pp = &s->rpcs;
-    struct mx_uph_rpc *last = NULL;
-    while (*pp) {
-        last = *pp;
-        pp = &(*pp)->next;
-    }
-    r->prev = last;
-    *pp = r;
+    r->prev = s->rpcs_tail;
+    if (s->rpcs_tail)
+        s->rpcs_tail->next = r;
+    else
+        s->rpcs = r;
+    s->rpcs_tail = r;
     mx_upsess_live_inc();
     *out = &r->base;
     /* started from the loop: no callback may run from inside this call */

@@ -121,6 +121,8 @@ struct mx_uph_sess {
     char version[16];
     struct mx_uph_op *op_head; /* every exchange not yet freed */
     struct mx_uph_rpc *rpcs;
+    struct mx_uph_rpc *rpcs_tail; /* where new requests go: in the order they came */
+    uint64_t unlinks;             /* requests taken off the list, ever */
     struct mx_uph_op *get;
     bool get_unsupported;
     unsigned get_failures;

@@ -86,6 +86,7 @@ struct mx_upstream {
     struct mx_upcall *q_head; /* calls waiting for a wake or a free slot */
     struct mx_upcall *q_tail;
     struct mx_upcall *probe; /* the one call retrying while the upstream wakes */
+    size_t q_bypass;         /* queued calls that take no slot (streams, slot held) */
     struct mx_wake_hook *hook;
     bool hook_started; /* in the current wake */
     size_t inflight;   /* calls holding a concurrency slot */
