@@ -154,6 +154,8 @@ struct mx_mcp {
     uint64_t ctx_keys;    /* the last upctx key handed out */
 
     struct mx_agg_view *views[MX_AGG_KIND_CNT];
+    struct mx_names *names;              /* names that never move (names.h) */
+    uint64_t noted_rev[MX_AGG_KIND_CNT]; /* views_rev + 1 whose names are pinned */
     struct mx_uriroute *uris;
     bool views_dirty;
     uint64_t views_rev;                /* counts the rebuilds of the views */

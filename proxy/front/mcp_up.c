@@ -20,6 +20,7 @@
 #include "alloc.h"
 #include "buf.h"
 #include "catalogue.h"
+#include "names.h"
 #include "err.h"
 #include "log.h"
 #include "front_int.h"
@@ -115,9 +116,16 @@ static void set_up_state(struct mx_mcpup *u, enum mcpup_state st)
         mcp_changed(u->m);
 }
 
+/* Whether the upstream refused its credential: it is there, so the tools
+ * known of it stay listed (names never move) and a call to one says why. */
+static bool refused(const struct mx_mcpup *u)
+{
+    return u->state == UPS_FAILED && u->fail.reason && strcmp(u->fail.reason, "auth-failed") == 0;
+}
+
 bool mcp_up_visible(const struct mx_mcpup *u)
 {
-    return u->state == UPS_READY && !u->up->retired;
+    return (u->state == UPS_READY || refused(u)) && !u->up->retired;
 }
 
 void mcp_up_note_ok(struct mx_mcpup *u)
@@ -137,14 +145,20 @@ void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f)
     if (strcmp(f->reason, "auth-failed") != 0 && strcmp(f->reason, "unreachable") != 0 &&
         strcmp(f->reason, "not-awake") != 0)
         return;
+    bool was_visible = mcp_up_visible(u);
     u->fail = *f;
     u->failed_at = ev_now(u->m->loop);
     if (u->state != UPS_FAILED) {
-        mx_log_warn(SUBSYS, "%s; its tools leave the merged lists", f->message);
+        mx_log_warn(SUBSYS, "%s; %s", f->message,
+                    strcmp(f->reason, "auth-failed") == 0
+                        ? "its known tools stay listed and a call to one says why"
+                        : "its tools leave the merged lists");
         set_up_state(u, UPS_FAILED);
     } else {
         u->retry_s = u->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : u->retry_s * 2;
         schedule_retry(u);
+        if (was_visible != mcp_up_visible(u)) /* unreachable, now refusing, or back */
+            mcp_changed(u->m);
     }
 }
 
@@ -725,11 +739,16 @@ static void rebuild(struct mx_mcp *m)
 {
     struct mx_agg_source *srcs = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*srcs));
     struct mx_uri_source *usrc = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*usrc));
+    json_t **pins = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*pins));
     struct mx_agg_opts o = {m->cfg->proxy.prefix, (size_t)m->cfg->proxy.name_budget};
+    mx_names_settings(m->names, o.prefix, o.name_budget);
     for (int k = 0; k < MX_AGG_KIND_CNT; k++) {
         for (size_t i = 0; i < m->up_cnt; i++) {
             struct mx_mcpup *u = m->ups[i];
             srcs[i].alias = u->cfg->alias;
+            pins[i] = u->up->retired ? NULL
+                                     : mx_names_pins(m->names, u->cfg->name, u->cfg->alias,
+                                                     (enum mx_agg_kind)k);
             /* a retired upstream's names neither show nor push others aside */
             srcs[i].items = u->up->retired ? NULL : u->lists[k];
             srcs[i].visible = mcp_up_visible(u);
@@ -742,7 +761,7 @@ static void rebuild(struct mx_mcp *m)
         }
         mx_agg_view_free(m->views[k]);
         m->views[k] = NULL;
-        if (mx_agg_build((enum mx_agg_kind)k, srcs, m->up_cnt, &o, &m->views[k]) != 0)
+        if (mx_agg_build_pinned((enum mx_agg_kind)k, srcs, m->up_cnt, &o, pins, &m->views[k]) != 0)
             mx_fatal(SUBSYS, "cannot merge lists (name_budget %lld)",
                      (long long)m->cfg->proxy.name_budget);
     }
@@ -756,6 +775,7 @@ static void rebuild(struct mx_mcp *m)
     m->uris = mx_uriroute_new(usrc, m->up_cnt);
     free(srcs);
     free(usrc);
+    free(pins);
     m->views_dirty = false;
     m->views_rev++;
 }
@@ -765,6 +785,25 @@ struct mx_agg_view *mcp_view(struct mx_mcp *m, enum mx_agg_kind kind)
     if (m->views_dirty || m->views[kind] == NULL)
         rebuild(m);
     return m->views[kind];
+}
+
+/* A merged list is about to be shown: its names are pinned, once per
+ * rebuild, so that they never move (names.h). */
+static void names_shown(struct mx_mcp *m, enum mx_agg_kind kind)
+{
+    struct mx_agg_view *v = mcp_view(m, kind);
+    if (m->noted_rev[kind] == m->views_rev + 1)
+        return;
+    m->noted_rev[kind] = m->views_rev + 1;
+    const char **servers = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*servers));
+    const char **aliases = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*aliases));
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        servers[i] = m->ups[i]->up->retired ? NULL : m->ups[i]->cfg->name;
+        aliases[i] = m->ups[i]->cfg->alias;
+    }
+    mx_names_note(m->names, kind, v, servers, aliases, m->up_cnt);
+    free(servers);
+    free(aliases);
 }
 
 struct mx_uriroute *mcp_uris(struct mx_mcp *m)
@@ -1459,6 +1498,7 @@ void mcp_up_init(struct mx_mcp *m, struct mx_upstream *const *ups, size_t cnt)
 {
     ev_timer_init(&m->announce, announce_cb, ANNOUNCE_DELAY_S, 0.0);
     m->views_dirty = true;
+    m->names = mx_names_open(m->cfg->proxy.state_dir);
     for (size_t i = 0; i < cnt; i++)
         catalogue_load(slot_setup(m, ups[i]));
     /* what a client sees before any upstream answered: nothing */
@@ -1571,6 +1611,8 @@ void mcp_up_clear(struct mx_mcp *m)
     free(m->pages);
     for (int k = 0; k < MX_AGG_KIND_CNT; k++)
         mx_agg_view_free(m->views[k]);
+    mx_names_free(m->names);
+    m->names = NULL;
     mx_uriroute_free(m->uris);
     free(m->ups);
 }
@@ -1754,6 +1796,7 @@ json_t *mcp_list_page(struct mx_mcp *m, enum mx_agg_kind kind, const json_t *par
     if (scope)
         return scope_page(m, scope, kind, params, why);
     json_t *cur = json_object_get(params, "cursor");
+    names_shown(m, kind);
     struct mx_agg_view *v = mcp_view(m, kind);
     uint32_t *pos = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*pos));
     uint32_t *next = mx_xcalloc(m->up_cnt ? m->up_cnt : 1, sizeof(*next));

@@ -22,8 +22,16 @@
 
 struct ent {
     struct mx_agg_entry pub;
-    char *name; /* exposed name (tools, prompts), owned */
-    char *base; /* the name before the short form, owned */
+    char *name;  /* exposed name (tools, prompts), owned */
+    char *base;  /* the name before the short form, owned */
+    bool pinned; /* keeps the name it was exposed as before */
+};
+
+/* A pinned name and whose it is. */
+struct claim {
+    const char *name;
+    const char *orig;
+    size_t src;
 };
 
 struct mx_agg_view {
@@ -157,8 +165,23 @@ static size_t holders(const char **sorted, size_t n, const char *name)
     return c;
 }
 
-/* Give every member of a run of equal names a longer tag until all names
- * are distinct. Bounded: the tag grows to TAG_MAX digits; past that, later
+/* Let go of the entries whose key was taken away. */
+static void drop_unkeyed(struct mx_agg_view *v)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < v->cnt; i++) {
+        if (v->v[i].pub.key) {
+            v->v[w++] = v->v[i];
+            continue;
+        }
+        free(v->v[i].name);
+        free(v->v[i].base);
+    }
+    v->cnt = w;
+}
+
+/* Give every member of a run of equal names (but a pinned one) a longer
+ * tag until all names are distinct. Bounded: the tag grows to TAG_MAX digits; past that, later
  * duplicates are dropped (two 64-bit SHA-256 prefixes agreeing). */
 static void tell_apart(struct mx_agg_view *v, size_t budget)
 {
@@ -169,12 +192,21 @@ static void tell_apart(struct mx_agg_view *v, size_t budget)
             size_t j = i + 1;
             while (j < v->cnt && strcmp(v->v[j].name, v->v[i].name) == 0)
                 j++;
+            size_t keep = i; /* a pinned name stays; else the first */
+            for (size_t k = i; k < j; k++) {
+                if (v->v[k].pinned) {
+                    keep = k;
+                    break;
+                }
+            }
             for (size_t k = i; j - i > 1 && k < j; k++) {
                 struct ent *e = &v->v[k];
                 clash = true;
+                if (e->pinned && k == keep)
+                    continue;
                 if (digits > TAG_MAX) {
-                    if (k > i)
-                        e->pub.key = NULL; /* keep the first only */
+                    if (k != keep)
+                        e->pub.key = NULL; /* keep one only */
                     continue;
                 }
                 free(e->name);
@@ -188,16 +220,7 @@ static void tell_apart(struct mx_agg_view *v, size_t budget)
         if (digits > TAG_MAX)
             break;
     }
-    size_t w = 0;
-    for (size_t i = 0; i < v->cnt; i++) {
-        if (v->v[i].pub.key) {
-            v->v[w++] = v->v[i];
-            continue;
-        }
-        free(v->v[i].name);
-        free(v->v[i].base);
-    }
-    v->cnt = w;
+    drop_unkeyed(v);
 }
 
 static int cmp_src_orig(const void *a, const void *b)
@@ -225,8 +248,127 @@ static void drop_repeats(struct mx_agg_view *v)
     v->cnt = w;
 }
 
-static void name_entries(struct mx_agg_view *v, const struct mx_agg_opts *o)
+static bool valid_pin(const char *name, size_t budget)
 {
+    size_t n = strlen(name);
+    if (n == 0 || n > budget)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!name_char_ok(name[i]))
+            return false;
+    }
+    return true;
+}
+
+static int cmp_claim(const void *a, const void *b)
+{
+    const struct claim *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return strcmp(x->orig, y->orig);
+}
+
+/* Every valid pin of every source, one per name (the earliest source, then
+ * the smallest original name, wins a name claimed twice). */
+static struct claim *claims_make(json_t *const *pins, size_t src_cnt, size_t budget, size_t *cnt)
+{
+    size_t n = 0, cap = 0;
+    struct claim *c = NULL;
+    for (size_t s = 0; pins && s < src_cnt; s++) {
+        const char *orig;
+        json_t *val;
+        json_object_foreach(pins[s], orig, val)
+        {
+            const char *name = json_string_value(val);
+            if (name == NULL || !valid_pin(name, budget))
+                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 16;
+                c = mx_xrealloc(c, cap * sizeof(*c));
+            }
+            c[n++] = (struct claim){name, orig, s};
+        }
+    }
+    if (n)
+        qsort(c, n, sizeof(*c), cmp_claim);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && strcmp(c[w - 1].name, c[i].name) == 0)
+            continue;
+        c[w++] = c[i];
+    }
+    *cnt = w;
+    return c;
+}
+
+static const struct claim *claim_of(const struct claim *c, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(c[mid].name, name);
+        if (r == 0)
+            return &c[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Whether |name| is pinned to another item than |e|'s. */
+static bool claimed_by_other(const struct claim *c, size_t n, const char *name, const struct ent *e)
+{
+    const struct claim *k = claim_of(c, n, name);
+    return k && (k->src != e->pub.src || strcmp(k->orig, e->pub.orig) != 0);
+}
+
+/* The pinned name of |e|, when its pin is the one that holds that name. */
+static const char *pin_of(json_t *const *pins, const struct claim *c, size_t n, const struct ent *e)
+{
+    if (pins == NULL || pins[e->pub.src] == NULL)
+        return NULL;
+    const char *name = json_string_value(json_object_get(pins[e->pub.src], e->pub.orig));
+    if (name == NULL || claim_of(c, n, name) == NULL || claimed_by_other(c, n, name, e))
+        return NULL;
+    return name;
+}
+
+/* An unpinned item whose name another item's pin holds: prefixed, then the
+ * short form with longer tags; dropped (false) when every tag is taken. */
+static bool step_aside(struct mx_agg_view *v, struct ent *e, bool prefixed,
+                       const struct mx_agg_opts *o, const struct claim *c, size_t n)
+{
+    const char *alias = v->aliases[e->pub.src];
+    if (!claimed_by_other(c, n, e->name, e))
+        return true;
+    if (!prefixed) {
+        free(e->base);
+        free(e->name);
+        e->base = mx_xasprintf("%s_%s", alias, e->pub.orig);
+        clean(e->base);
+        e->name = strlen(e->base) > o->name_budget
+                      ? short_form(e->base, alias, e->pub.orig, o->name_budget, TAG_MIN)
+                      : mx_xstrdup(e->base);
+    }
+    for (size_t digits = TAG_MIN; claimed_by_other(c, n, e->name, e); digits += 2) {
+        if (digits > TAG_MAX)
+            return false;
+        free(e->name);
+        e->name = short_form(e->base, alias, e->pub.orig, o->name_budget, digits);
+    }
+    return true;
+}
+
+static void name_entries(struct mx_agg_view *v, const struct mx_agg_opts *o, json_t *const *pins)
+{
+    size_t ncl = 0;
+    struct claim *cl = claims_make(pins, v->src_cnt, o->name_budget, &ncl);
+
     /* Pass 1: which original names several sources hold (each source lists
      * a name once: mx_agg_build dropped repeats). */
     const char **all = mx_xcalloc(v->cnt ? v->cnt : 1, sizeof(*all));
@@ -239,6 +381,14 @@ static void name_entries(struct mx_agg_view *v, const struct mx_agg_opts *o)
     for (size_t i = 0; i < v->cnt; i++) {
         struct ent *e = &v->v[i];
         const char *alias = v->aliases[e->pub.src];
+        const char *pin = pin_of(pins, cl, ncl, e);
+        if (pin) {
+            e->base = mx_xstrdup(pin);
+            e->name = mx_xstrdup(pin);
+            e->pinned = true;
+            e->pub.key = e->name;
+            continue;
+        }
         bool prefix = o->prefix == MX_PREFIX_ALWAYS || holders(all, n, e->pub.orig) > 1;
         e->base = prefix ? mx_xasprintf("%s_%s", alias, e->pub.orig) : mx_xstrdup(e->pub.orig);
         clean(e->base);
@@ -246,9 +396,12 @@ static void name_entries(struct mx_agg_view *v, const struct mx_agg_opts *o)
             e->name = short_form(e->base, alias, e->pub.orig, o->name_budget, TAG_MIN);
         else
             e->name = mx_xstrdup(e->base);
-        e->pub.key = e->name;
+        /* a name pinned to another item is never handed on */
+        e->pub.key = step_aside(v, e, prefix, o, cl, ncl) ? e->name : NULL;
     }
     free(all);
+    free(cl);
+    drop_unkeyed(v);
 
     /* Pass 3: names that still came out equal ("a" + "b_c" and "a_b" + "c"). */
     tell_apart(v, o->name_budget);
@@ -256,6 +409,13 @@ static void name_entries(struct mx_agg_view *v, const struct mx_agg_opts *o)
 
 int mx_agg_build(enum mx_agg_kind kind, const struct mx_agg_source *srcs, size_t cnt,
                  const struct mx_agg_opts *opts, struct mx_agg_view **out)
+{
+    return mx_agg_build_pinned(kind, srcs, cnt, opts, NULL, out);
+}
+
+int mx_agg_build_pinned(enum mx_agg_kind kind, const struct mx_agg_source *srcs, size_t cnt,
+                        const struct mx_agg_opts *opts, json_t *const *pins,
+                        struct mx_agg_view **out)
 {
     *out = NULL;
     if (kind >= MX_AGG_KIND_CNT || opts == NULL || opts->name_budget < 8 ||
@@ -302,7 +462,7 @@ int mx_agg_build(enum mx_agg_kind kind, const struct mx_agg_source *srcs, size_t
     }
     if (is_named(kind)) {
         drop_repeats(v);
-        name_entries(v, opts);
+        name_entries(v, opts, pins);
     } else
         qsort(v->v, v->cnt, sizeof(*v->v), cmp_ent);
     for (size_t i = 0; i < v->cnt; i++) {

@@ -6,8 +6,9 @@
  * budget with a deterministic short form, a deterministic order, pages over
  * the merged list by per-upstream positions, and the reverse map from an
  * exposed name to (upstream, original name). Pure: JSON in, a view out; no
- * I/O, no clock. The result depends only on the sources and the options,
- * never on the order in which upstreams answered.
+ * I/O, no clock. The result depends only on the sources, the options and
+ * the names pinned before (mx_agg_build_pinned), never on the order in which
+ * upstreams answered.
  */
 #ifndef MX_AGGREGATE_H
 #define MX_AGGREGATE_H
@@ -78,6 +79,21 @@ struct mx_agg_view;
  */
 int mx_agg_build(enum mx_agg_kind kind, const struct mx_agg_source *srcs, size_t cnt,
                  const struct mx_agg_opts *opts, struct mx_agg_view **out);
+
+/*
+ * mx_agg_build() with names that must not move (tools, prompts): |pins| has
+ * one slot per source, each NULL or an object mapping an original name of
+ * that source to the name it was exposed as before. A pinned item keeps its
+ * pinned name while it is listed; a pinned name is never given to another
+ * item, listed or not (an unpinned item that would take it is prefixed, or
+ * takes the short form). Pins that are not strings, not within the budget,
+ * not made of [A-Za-z0-9_.-], or that claim a name an earlier source (or an
+ * earlier original name of the same source) claims are ignored. With
+ * |pins| NULL this is mx_agg_build().
+ */
+int mx_agg_build_pinned(enum mx_agg_kind kind, const struct mx_agg_source *srcs, size_t cnt,
+                        const struct mx_agg_opts *opts, json_t *const *pins,
+                        struct mx_agg_view **out);
 void mx_agg_view_free(struct mx_agg_view *v);
 
 /* Sorted by (key, src); includes the entries of sources that are not visible. */

@@ -2,8 +2,9 @@
 /*
  * Upstreams coming and going under /mcp, seen by the official SDK client:
  * an upstream that is down at the client's initialize joins later with a
- * tools/list_changed, and its names appear (with the collision rule applied
- * to the names both now hold); an upstream killed mid-test makes a call to
+ * tools/list_changed, and its names appear (the names the client already
+ * saw keep their meaning; the newcomer's colliding names are prefixed); an
+ * upstream killed mid-test makes a call to
  * it fail with a JSON-RPC error naming it and the reason, its tools leave
  * the merged list with a list_changed, the other upstream keeps working;
  * restarted on the same port, the next call succeeds on a new upstream
@@ -142,7 +143,9 @@ static void test_aggregate_upstreams_come_and_go(void **state)
     json_t *after = json_object_get(json_object_get(out, "after"), "names");
     assert_true(has_name(before, "whoami")); /* only "sim" held it */
     assert_false(has_name(before, "late_whoami"));
-    assert_true(has_name(after, "sim_whoami")); /* now both do */
+    /* now both hold whoami: the one the client saw stays, the newcomer's is prefixed */
+    assert_true(has_name(after, "whoami"));
+    assert_false(has_name(after, "sim_whoami"));
     assert_true(has_name(after, "late_whoami"));
     json_decref(out);
 
@@ -152,7 +155,7 @@ static void test_aggregate_upstreams_come_and_go(void **state)
     free(ready);
     ready = mx_it_path("ready-2");
     pid_t b = start_listener(url, ready);
-    assert_int_equal(mx_it_client(url, "call", "{\"name\":\"sim_whoami\"}", NULL, &out), 0);
+    assert_int_equal(mx_it_client(url, "call", "{\"name\":\"whoami\"}", NULL, &out), 0);
     json_t *err = json_object_get(json_object_get(out, "result"), "error");
     assert_string_equal(json_string_value(json_object_get(err, "kind")), "jsonrpc");
     assert_int_equal(json_integer_value(json_object_get(err, "code")), -32010);
@@ -166,7 +169,7 @@ static void test_aggregate_upstreams_come_and_go(void **state)
     /* a client that asked for progress: nothing can wake sim (no wake
      * hook), so no call waits for it and none says it waits; it fails at
      * once with the cause */
-    assert_int_equal(mx_it_client(url, "progress", "{\"name\":\"sim_slow\"}", NULL, &out), 0);
+    assert_int_equal(mx_it_client(url, "progress", "{\"name\":\"slow\"}", NULL, &out), 0);
     assert_int_equal(json_array_size(json_object_get(out, "progress")), 0);
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(json_object_get(out, "result"), "error"), "code")),
@@ -181,7 +184,7 @@ static void test_aggregate_upstreams_come_and_go(void **state)
     out = finish(b);
     assert_true(json_is_true(json_object_get(out, "notified")));
     after = json_object_get(json_object_get(out, "after"), "names");
-    assert_false(has_name(after, "sim_whoami"));
+    assert_false(has_name(after, "whoami"));
     assert_true(has_name(after, "late_whoami")); /* names do not move */
     json_decref(out);
     json_t *h = health_mcp_upstream(port, "sim");
@@ -195,7 +198,7 @@ static void test_aggregate_upstreams_come_and_go(void **state)
     char *sim_listen = mx_xasprintf("127.0.0.1:%d", sim_port);
     again_args[1] = sim_listen;
     assert_true(mx_it_start_sim("sim-again", sim_token, again_args, &got_port) > 0);
-    assert_int_equal(mx_it_client(url, "call", "{\"name\":\"sim_whoami\"}", NULL, &out), 0);
+    assert_int_equal(mx_it_client(url, "call", "{\"name\":\"whoami\"}", NULL, &out), 0);
     content = json_object_get(json_object_get(out, "result"), "content");
     assert_string_equal(json_string_value(json_object_get(json_array_get(content, 0), "text")),
                         "sim-a2");

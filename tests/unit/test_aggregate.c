@@ -320,6 +320,94 @@ static void test_aggregate_hidden_sources(void **state)
     json_decref(b);
 }
 
+/* Names seen before do not move: a pinned name stays while its item is
+ * listed, an item that would take another's pinned name steps aside, and
+ * pins that are broken or claim a taken name are ignored. */
+static void test_aggregate_pinned(void **state)
+{
+    (void)state;
+    struct mx_agg_opts o = {MX_PREFIX_CONDITIONAL, 48};
+    struct mx_agg_view *v;
+    json_t *a = named("echo,a1");
+    json_t *b = named("echo,b1");
+
+    /* b was down when a client first listed: a's echo was shown plain */
+    struct mx_agg_source one[2] = {{"a", a, true, NULL, NULL}, {"b", NULL, false, NULL, NULL}};
+    assert_int_equal(mx_agg_build(MX_AGG_TOOLS, one, 2, &o, &v), 0);
+    assert_string_equal(render(v), "a1<0 echo<0");
+    mx_agg_view_free(v);
+
+    /* b is back with an echo of its own: unpinned, both would be prefixed */
+    struct mx_agg_source two[2] = {{"a", a, true, NULL, NULL}, {"b", b, true, NULL, NULL}};
+    assert_int_equal(mx_agg_build(MX_AGG_TOOLS, two, 2, &o, &v), 0);
+    assert_string_equal(render(v), "a1<0 a_echo<0 b1<1 b_echo<1");
+    mx_agg_view_free(v);
+
+    /* with a's names pinned, a's echo keeps its name and b's steps aside */
+    json_t *pa = json_pack("{s:s, s:s}", "echo", "echo", "a1", "a1");
+    json_t *pins[2] = {pa, NULL};
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, two, 2, &o, pins, &v), 0);
+    assert_string_equal(render(v), "a1<0 b1<1 b_echo<1 echo<0");
+    const struct mx_agg_entry *e = mx_agg_lookup(v, MX_STR_LIT("echo"));
+    assert_non_null(e);
+    assert_int_equal(e->src, 0);
+    mx_agg_view_free(v);
+
+    /* the same while a is hidden (down): its pinned names still hold */
+    two[0].visible = false;
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, two, 2, &o, pins, &v), 0);
+    assert_string_equal(render(v), "a1<0! b1<1 b_echo<1 echo<0!");
+    mx_agg_view_free(v);
+    two[0].visible = true;
+
+    /* a no longer lists echo: its pinned name is still not handed to b */
+    json_t *a2 = named("a1");
+    struct mx_agg_source gone[2] = {{"a", a2, true, NULL, NULL}, {"b", b, true, NULL, NULL}};
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, gone, 2, &o, pins, &v), 0);
+    assert_string_equal(render(v), "a1<0 b1<1 b_echo<1");
+    mx_agg_view_free(v);
+
+    /* b's prefixed form is pinned to something else too: the short form */
+    json_t *pa2 = json_pack("{s:s, s:s}", "echo", "echo", "b_echo", "b_echo");
+    json_t *a3 = named("echo,b_echo");
+    struct mx_agg_source crowd[2] = {{"a", a3, true, NULL, NULL}, {"b", b, true, NULL, NULL}};
+    json_t *pins2[2] = {pa2, NULL};
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, crowd, 2, &o, pins2, &v), 0);
+    e = mx_agg_lookup(v, MX_STR_LIT("b_echo"));
+    assert_non_null(e);
+    assert_int_equal(e->src, 0);
+    assert_int_equal(mx_agg_entry_cnt(v), 4);
+    for (size_t i = 0; i < mx_agg_entry_cnt(v); i++) {
+        e = mx_agg_entry_at(v, i);
+        if (e->src == 1 && strcmp(e->orig, "echo") == 0) {
+            assert_int_equal(strncmp(e->key, "b_echo_", 7), 0);
+            assert_int_equal(strlen(e->key), strlen("b_echo_") + 6);
+        }
+    }
+    mx_agg_view_free(v);
+
+    /* broken pins are ignored; two sources claiming one name: the first wins */
+    json_t *pbad = json_pack("{s:s, s:i}", "a1", "bad name!", "echo", 3);
+    json_t *pb = json_pack("{s:s}", "echo", "echo");
+    json_t *pins3[2] = {pbad, pb};
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, two, 2, &o, pins3, &v), 0);
+    assert_string_equal(render(v), "a1<0 a_echo<0 b1<1 echo<1");
+    mx_agg_view_free(v);
+    json_t *pins4[2] = {pa, pb};
+    assert_int_equal(mx_agg_build_pinned(MX_AGG_TOOLS, two, 2, &o, pins4, &v), 0);
+    assert_string_equal(render(v), "a1<0 b1<1 b_echo<1 echo<0");
+    mx_agg_view_free(v);
+
+    json_decref(pa);
+    json_decref(pa2);
+    json_decref(pbad);
+    json_decref(pb);
+    json_decref(a);
+    json_decref(a2);
+    json_decref(a3);
+    json_decref(b);
+}
+
 static void test_aggregate_resources(void **state)
 {
     (void)state;
@@ -415,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_aggregate_budget),
         cmocka_unit_test(test_aggregate_filters),
         cmocka_unit_test(test_aggregate_hidden_sources),
+        cmocka_unit_test(test_aggregate_pinned),
         cmocka_unit_test(test_aggregate_resources),
         cmocka_unit_test(test_aggregate_pages),
         cmocka_unit_test(test_aggregate_no_sources),
