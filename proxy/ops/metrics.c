@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "err.h"
 #include "metrics.h"
+#include "procstat.h"
 
 /* Latency buckets, seconds. Loopback answers take about a millisecond, a
  * held request of a resuming sandbox up to 45 s (DESIGN.md, Wake-on-use). */
@@ -425,6 +426,36 @@ static int sample_hist(struct mx_buf *b, const char *name, const struct labels *
     return rc ? MX_ELIMIT : 0;
 }
 
+/* The standard process_* series (Prometheus client conventions). */
+static int render_os(struct mx_buf *b, const struct mx_metrics_gauges *g)
+{
+    struct mx_procstat ps;
+    int rc = 0;
+    if (mx_procstat_read(&ps) != 0)
+        return 0;
+    rc |= family(b, "process_cpu_seconds_total", "counter",
+                 "Total user and system CPU time spent in seconds.");
+    rc |= sample_double(b, "process_cpu_seconds_total", NULL, ps.cpu_seconds);
+    rc |= family(b, "process_start_time_seconds", "gauge",
+                 "Start time of the process since unix epoch in seconds.");
+    rc |= sample_double(b, "process_start_time_seconds", NULL, g->start_time_s);
+    if (ps.resident_bytes) {
+        rc |= family(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+        rc |= sample_u64(b, "process_resident_memory_bytes", NULL, ps.resident_bytes);
+        rc |= family(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+        rc |= sample_u64(b, "process_virtual_memory_bytes", NULL, ps.virtual_bytes);
+    }
+    if (ps.open_fds) {
+        rc |= family(b, "process_open_fds", "gauge", "Number of open file descriptors.");
+        rc |= sample_u64(b, "process_open_fds", NULL, ps.open_fds);
+    }
+    if (ps.max_fds) {
+        rc |= family(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+        rc |= sample_u64(b, "process_max_fds", NULL, ps.max_fds);
+    }
+    return rc;
+}
+
 static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
 {
     struct labels ver = {{"version"}, {MX_VERSION}};
@@ -433,6 +464,7 @@ static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
     rc |= family(b, "mcplex_start_time_seconds", "gauge",
                  "When the gateway started, in seconds since the Unix epoch.");
     rc |= sample_double(b, "mcplex_start_time_seconds", NULL, g->start_time_s);
+    rc |= render_os(b, g);
     rc |= family(b, "mcplex_client_connections", "gauge", "Open client connections.");
     rc |= sample_u64(b, "mcplex_client_connections", NULL, g->connections);
     rc |= family(b, "mcplex_inflight_requests", "gauge",

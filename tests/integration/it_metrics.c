@@ -522,6 +522,14 @@ static void test_metrics_calls_through_mcp(void **state)
     assert_true(sample(t, "mcplex_upstream_request_duration_seconds_count{server=\"alpha\","
                           "method=\"tools/call\"}") == 3);
     assert_true(calls_of(t, "alpha") == 3);
+    /* the standard process_* series, read from the gateway process */
+    assert_true(sample(t, "process_cpu_seconds_total") > 0.0);
+    assert_true(sample(t, "process_resident_memory_bytes") > 1024.0 * 1024.0);
+    assert_true(sample(t, "process_virtual_memory_bytes") >=
+                sample(t, "process_resident_memory_bytes"));
+    assert_true(sample(t, "process_open_fds") >= 4.0); /* stdio, a listener, a client */
+    assert_true(sample(t, "process_max_fds") >= sample(t, "process_open_fds"));
+    assert_true(sample(t, "process_start_time_seconds") == sample(t, "mcplex_start_time_seconds"));
     free(t);
 
     char *log = mx_it_read_file(w.log, NULL);
