@@ -463,9 +463,9 @@ static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
 
 static int render_states(struct mx_buf *b, const struct mx_metrics_gauges *g)
 {
-    static const enum mx_upstream_state states[] = {MX_UPSTREAM_UNKNOWN, MX_UPSTREAM_UP,
-                                                    MX_UPSTREAM_WAKING, MX_UPSTREAM_DOWN,
-                                                    MX_UPSTREAM_AUTH_FAILED};
+    static const enum mx_upstream_state states[] = {MX_UPSTREAM_UNKNOWN,     MX_UPSTREAM_UP,
+                                                    MX_UPSTREAM_WAKING,      MX_UPSTREAM_DOWN,
+                                                    MX_UPSTREAM_AUTH_FAILED, MX_UPSTREAM_GONE};
     int rc = family(b, "mcplex_upstream_state", "gauge",
                     "1 for the state each upstream is in, 0 for the others.");
     for (size_t i = 0; i < g->up_cnt && rc == 0; i++) {
