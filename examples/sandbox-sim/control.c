@@ -22,6 +22,7 @@ enum setting_type {
     SET_INT = 0,
     SET_RATE = 1,
     SET_MODE = 2,
+    SET_BOOL = 3, /* true or false (1 or 0 on the command line) */
 };
 
 struct setting {
@@ -42,6 +43,8 @@ static const struct setting settings[] = {
     {"wake_ms", SET_INT, OFF(wake_ms), 0, 600000},
     {"error_rate", SET_RATE, OFF(error_rate), 0, 1},
     {"seed", SET_INT, OFF(seed), 0, INT64_MAX},
+    {"retry_after", SET_INT, OFF(retry_after), -1, 86400},
+    {"gone", SET_BOOL, OFF(gone), 0, 1},
 };
 
 #define SETTING_CNT (sizeof(settings) / sizeof(settings[0]))
@@ -58,6 +61,8 @@ void mx_sim_settings_default(struct mx_sim_settings *set)
     set->wake_ms = 500;
     set->error_rate = 0.0;
     set->seed = 1;
+    set->retry_after = -1;
+    set->gone = 0;
 }
 
 static const struct setting *find_setting(const char *name)
@@ -142,6 +147,14 @@ int mx_sim_setting_parse(struct mx_sim_settings *set, const char *name, const ch
     }
     case SET_MODE:
         return set_mode(set, s, value, err, errcap);
+    case SET_BOOL:
+        if (strcmp(value, "1") != 0 && strcmp(value, "0") != 0 && strcmp(value, "true") != 0 &&
+            strcmp(value, "false") != 0) {
+            snprintf(err, errcap, "%s must be true or false (1 or 0)", s->name);
+            return MX_EINVAL;
+        }
+        *int_field(set, s) = value[0] == '1' || value[0] == 't';
+        return 0;
     }
     return MX_EINVAL;
 }
@@ -158,6 +171,13 @@ static int setting_from_json(struct mx_sim_settings *set, const struct setting *
         return set_rate(set, s, json_is_number(v) ? json_number_value(v) : NAN, err, errcap);
     case SET_MODE:
         return set_mode(set, s, json_string_value(v), err, errcap);
+    case SET_BOOL:
+        if (!json_is_boolean(v)) {
+            snprintf(err, errcap, "%s must be true or false", s->name);
+            return MX_EINVAL;
+        }
+        *int_field(set, s) = json_is_true(v);
+        return 0;
     }
     return MX_EINVAL;
 }
@@ -173,6 +193,8 @@ json_t *mx_sim_settings_json(const struct mx_sim *sim)
             v = json_real(*rate_field(&copy, s));
         else if (s->type == SET_MODE)
             v = json_string(mode_names[*int_field(&copy, s)]);
+        else if (s->type == SET_BOOL)
+            v = json_boolean(*int_field(&copy, s));
         else
             v = json_integer(*int_field(&copy, s));
         json_object_set_new(o, s->name, v);
@@ -224,6 +246,7 @@ static json_t *stats_json(const struct mx_sim *sim)
                         json_integer((json_int_t)mx_httpd_conn_cnt(sim->httpd)));
     json_object_set_new(j, "get_streams", json_integer((json_int_t)sim->get_streams));
     json_object_set_new(j, "get_opened", json_integer((json_int_t)st->get_opened));
+    json_object_set_new(j, "gone", json_integer((json_int_t)st->gone));
     return j;
 }
 

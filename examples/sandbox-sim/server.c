@@ -428,6 +428,16 @@ static void on_request(struct mx_req *req, void *data)
                        "foreign host or origin");
         return;
     }
+    if (sim->set.gone) {
+        /* a deleted sandbox: its provider's edge answers for it (RFC 9110
+         * §15.5.11: gone, and no forwarding address is known) */
+        sim->stats.gone++;
+        mx_sim_respond(
+            sim, req, 410, NULL, 0,
+            json_pack("{s:s,s:s}", "error", "gone", "message", "this sandbox no longer exists"),
+            "gone");
+        return;
+    }
     switch (mx_sim_fault_gate(sim)) {
     case MX_SIM_GO:
         mx_sim_serve_mcp(sim, req);
@@ -436,13 +446,18 @@ static void on_request(struct mx_req *req, void *data)
         mx_log_debug("sim", "req#%lu held until the wake completes", mx_req_id(req));
         mx_sim_fault_hold(sim, req);
         break;
-    case MX_SIM_REFUSE:
+    case MX_SIM_REFUSE: {
+        /* RFC 9110 §10.2.3: how long the client is asked to wait */
+        char secs[24];
+        snprintf(secs, sizeof(secs), "%lld", (long long)sim->set.retry_after);
+        const struct mx_hdr_out ra[] = {{"Retry-After", secs}};
         sim->stats.refused++;
-        mx_sim_respond(sim, req, (int)sim->set.refuse_status, NULL, 0,
+        mx_sim_respond(sim, req, (int)sim->set.refuse_status, ra, sim->set.retry_after >= 0 ? 1 : 0,
                        json_pack("{s:s,s:s}", "error", "paused", "message",
                                  "sandbox is paused; POST /__wake to resume"),
                        sim->state == MX_SIM_WAKING ? "refused (waking)" : "refused (paused)");
         break;
+    }
     }
 }
 

@@ -62,8 +62,10 @@ struct mx_sim_settings {
     int64_t hold_ms;
     int64_t refuse_status;
     int64_t wake_ms;
-    double error_rate; /* 0..1: share of /mcp requests answered 503 */
-    int64_t seed;      /* of the error-rate PRNG */
+    double error_rate;   /* 0..1: share of /mcp requests answered 503 */
+    int64_t seed;        /* of the error-rate PRNG */
+    int64_t retry_after; /* refuse mode: Retry-After seconds on the refusal; -1: none */
+    int64_t gone;        /* 1: the sandbox was deleted: every /mcp request gets 410 */
 };
 
 struct mx_sim_stats {
@@ -77,6 +79,7 @@ struct mx_sim_stats {
     uint64_t held;
     uint64_t refused;
     uint64_t injected; /* 503s from error_rate */
+    uint64_t gone;     /* 410s while gone */
     uint64_t dropped;  /* connections dropped by a drop switch */
     uint64_t cancelled;
     uint64_t unauthorized;

@@ -143,7 +143,7 @@ void mcp_up_note_fail(struct mx_mcpup *u, const struct mx_upfail *f)
     /* Only failures that say the upstream cannot serve anyone hide it: a
      * slow call or a broken answer is about that call. */
     if (strcmp(f->reason, "auth-failed") != 0 && strcmp(f->reason, "unreachable") != 0 &&
-        strcmp(f->reason, "not-awake") != 0)
+        strcmp(f->reason, "not-awake") != 0 && strcmp(f->reason, "gone") != 0)
         return;
     bool was_visible = mcp_up_visible(u);
     u->fail = *f;

@@ -34,7 +34,8 @@ static void usage(FILE *f)
                "\n"
                "Asks a running gateway for GET /health and prints its listener and\n"
                "upstreams: state, since when, requests, failures, wakes, tools and the\n"
-               "median upstream latency of the last minute.\n"
+               "median upstream latency of the last minute, then each upstream's last\n"
+               "error (unreachable, tls, auth-failed, gone) and its age.\n"
                "\n"
                "  -c, --config FILE  config whose [listen] address to ask (default:\n"
                "                     $MCPLEX_CONFIG, ./mcplex.toml,\n"
@@ -165,6 +166,25 @@ void mx_status_render(FILE *out, const json_t *health, const char *url, time_t n
     }
     if (json_array_size(ups) == 0)
         fprintf(out, "(no upstreams configured)\n");
+
+    /* each upstream's last error, as /health classified it */
+    bool head = false;
+    json_array_foreach(ups, i, u)
+    {
+        const json_t *e = json_object_get(u, "last_error");
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        const json_t *a = json_object_get(e, "age_s");
+        if (msg == NULL)
+            continue;
+        if (!head)
+            fprintf(out, "\nLAST ERROR\n");
+        head = true;
+        if (json_is_integer(a))
+            fprintf(out, "%-*.*s  %s (%lld s ago)\n", w, NAME_COL_MAX, str_or_dash(u, "name"), msg,
+                    (long long)json_integer_value(a));
+        else
+            fprintf(out, "%-*.*s  %s\n", w, NAME_COL_MAX, str_or_dash(u, "name"), msg);
+    }
 }
 
 /* ---- fetching ---- */

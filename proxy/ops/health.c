@@ -23,6 +23,22 @@ static void iso_time(time_t t, char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The upstream's last error as the upstream layer classified it, or null:
+ * {"class", "message" ("unreachable: connection refused at ..."), "at",
+ * "age_s"}. Its words name hosts, ports and servers, never a secret nor
+ * the URL's userinfo, path or query (upstream.h). */
+static json_t *last_error(const struct mx_upstream *u, time_t now)
+{
+    char text[256], at[32];
+    if (u->fault == MX_UPSTREAM_FAULT_NONE)
+        return json_null();
+    mx_upstream_fault_text(u, text, sizeof(text));
+    iso_time(u->fault_at, at, sizeof(at));
+    return json_pack("{s:s, s:s, s:s, s:I}", "class", mx_upstream_fault_name(u->fault), "message",
+                     text, "at", at, "age_s",
+                     (json_int_t)(now > u->fault_at ? now - u->fault_at : 0));
+}
+
 void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
 {
     json_t *ups = json_array();
@@ -36,6 +52,7 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
             json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "host", u->host,
                       "state", mx_upstream_state_name(u->state), "since", since, "requests",
                       (json_int_t)u->requests, "failures", (json_int_t)u->failures);
+        json_object_set_new(uo, "last_error", last_error(u, time(NULL)));
         /* for `mcplex status`: wakes and the median of the last minute (metrics.h) */
         double p50;
         json_object_set_new(uo, "wakes", json_integer((json_int_t)u->wakes));

@@ -122,6 +122,9 @@ enum mx_metrics_outcome mx_metrics_outcome_of(int err, const struct mx_ureq_info
 {
     if (info && info->wake_timeout)
         return MX_METRICS_WAKE_TIMEOUT;
+    /* gone (410, or a call to an upstream that answered it): an HTTP error */
+    if (info && info->gone)
+        return MX_METRICS_ERROR;
     if (err == 0) {
         long st = info ? info->http_status : 0;
         if (st == 401 || st == 403)
@@ -153,11 +156,9 @@ enum mx_metrics_outcome mx_metrics_outcome_of_fail(const struct mx_upfail *f)
         const char *reason;
         enum mx_metrics_outcome o;
     } map[] = {
-        {"auth-failed", MX_METRICS_AUTH_FAILED},
-        {"unreachable", MX_METRICS_UNREACHABLE},
-        {"timed-out", MX_METRICS_TIMEOUT},
-        {"not-awake", MX_METRICS_WAKE_TIMEOUT},
-        {"outcome-unknown", MX_METRICS_OUTCOME_UNKNOWN},
+        {"auth-failed", MX_METRICS_AUTH_FAILED}, {"unreachable", MX_METRICS_UNREACHABLE},
+        {"retry-after", MX_METRICS_UNREACHABLE}, {"timed-out", MX_METRICS_TIMEOUT},
+        {"not-awake", MX_METRICS_WAKE_TIMEOUT},  {"outcome-unknown", MX_METRICS_OUTCOME_UNKNOWN},
     };
     for (size_t i = 0; f->reason && i < COUNT_OF(map); i++) {
         if (strcmp(f->reason, map[i].reason) == 0)
@@ -495,9 +496,9 @@ static int render_process(struct mx_buf *b, const struct mx_metrics_gauges *g)
 
 static int render_states(struct mx_buf *b, const struct mx_metrics_gauges *g)
 {
-    static const enum mx_upstream_state states[] = {MX_UPSTREAM_UNKNOWN, MX_UPSTREAM_UP,
-                                                    MX_UPSTREAM_WAKING, MX_UPSTREAM_DOWN,
-                                                    MX_UPSTREAM_AUTH_FAILED};
+    static const enum mx_upstream_state states[] = {MX_UPSTREAM_UNKNOWN,     MX_UPSTREAM_UP,
+                                                    MX_UPSTREAM_WAKING,      MX_UPSTREAM_DOWN,
+                                                    MX_UPSTREAM_AUTH_FAILED, MX_UPSTREAM_GONE};
     int rc = family(b, "mcplex_upstream_state", "gauge",
                     "1 for the state each upstream is in, 0 for the others.");
     for (size_t i = 0; i < g->up_cnt && rc == 0; i++) {

@@ -661,18 +661,51 @@ static double info_seconds(CURL *easy, CURLINFO what)
     return (double)us / 1e6;
 }
 
+/* "host:port" (|scheme|: "https://host:port") of the request's URL, never
+ * its userinfo, path or query; "" when it cannot be read. */
+static void url_origin(const struct mx_ureq *u, bool scheme, char *out, size_t cap)
+{
+    char *url = NULL, *sch = NULL, *host = NULL, *port = NULL;
+    CURLU *h = curl_url();
+    out[0] = '\0';
+    curl_easy_getinfo(u->easy, CURLINFO_EFFECTIVE_URL, &url);
+    if (h && url && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_SCHEME, &sch, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+        snprintf(out, cap, "%s%s%.100s:%.8s", scheme ? sch : "", scheme ? "://" : "", host, port);
+    curl_free(sch);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(h);
+}
+
 /* What kept a connection from being made, for the caller to say: the
  * address from libcurl (or the URL's host), the reason from errno or
- * libcurl's own text, which names hosts and ports, never headers. */
+ * libcurl's own text, which names hosts, ports and TLS errors, never
+ * headers. */
 static void connection_cause(const struct mx_ureq *u, struct mx_ureq_info *info)
 {
-    char *ip = NULL;
+    char *ip = NULL, where[160];
     long port = 0, os_errno = 0;
     if (u->result == CURLE_COULDNT_RESOLVE_HOST) {
         info->no_connection = true;
         snprintf(info->cause, sizeof(info->cause), "%.150s",
                  u->errbuf[0] ? u->errbuf : "could not resolve the host");
         info->cause[0] = (char)tolower((unsigned char)info->cause[0]);
+        return;
+    }
+    if (u->result == CURLE_PEER_FAILED_VERIFICATION || u->result == CURLE_SSL_CONNECT_ERROR) {
+        /* the TLS layer refused: the certificate (its chain, name or date),
+         * or the handshake itself; libcurl's text says which */
+        info->no_connection = true;
+        info->tls = true;
+        url_origin(u, true, where, sizeof(where));
+        snprintf(info->cause, sizeof(info->cause), "%s at %.80s (%.80s)",
+                 u->result == CURLE_PEER_FAILED_VERIFICATION ? "certificate verify failed"
+                                                             : "handshake failed",
+                 where[0] ? where : "the upstream",
+                 u->errbuf[0] ? u->errbuf : curl_easy_strerror(u->result));
         return;
     }
     if (u->result != CURLE_COULDNT_CONNECT)
@@ -690,18 +723,11 @@ static void connection_cause(const struct mx_ureq *u, struct mx_ureq_info *info)
     }
     /* no address tried (libcurl 7.88 keeps none for a failed connect): the
      * URL's host and port */
-    char *url = NULL, *host = NULL, *uport = NULL;
-    CURLU *h = curl_url();
-    curl_easy_getinfo(u->easy, CURLINFO_EFFECTIVE_URL, &url);
-    if (h && url && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(h, CURLUPART_PORT, &uport, CURLU_DEFAULT_PORT) == CURLUE_OK)
-        snprintf(info->cause, sizeof(info->cause), "%s at %.100s:%.8s", why, host, uport);
+    url_origin(u, false, where, sizeof(where));
+    if (where[0])
+        snprintf(info->cause, sizeof(info->cause), "%s at %s", why, where);
     else
         snprintf(info->cause, sizeof(info->cause), "%s", why);
-    curl_free(host);
-    curl_free(uport);
-    curl_url_cleanup(h);
 }
 
 static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)

@@ -36,11 +36,21 @@ struct mx_ureq_info {
     double total_s;
     bool reused;       /* the connection was reused */
     bool wake_timeout; /* set by upcall.c: the upstream did not wake in time */
-    /* no connection could be made: refused or unreachable, or the host
-     * does not resolve; |cause| says which and where ("connection refused
-     * at 127.0.0.1:9999"); "" when the failure was another */
+    /* no connection could be made: refused or unreachable, the host does
+     * not resolve, or (|tls|) the TLS handshake or the server's certificate
+     * failed; |cause| says which and where ("connection refused at
+     * 127.0.0.1:9999", "certificate verify failed at https://127.0.0.1:8443
+     * (SSL certificate problem: ...)"): hosts and ports, never userinfo,
+     * path or query; "" when the failure was another */
     bool no_connection;
-    char cause[160];
+    bool tls;
+    char cause[200];
+    /* set by upcall.c: the upstream asked (Retry-After on |http_status|)
+     * to wait this many seconds, past what the call may wait; 0: not */
+    int64_t retry_after_s;
+    /* set by upcall.c: the upstream is gone (it answered 410), and the
+     * call was not sent again */
+    bool gone;
 };
 
 struct mx_ureq_cbs {

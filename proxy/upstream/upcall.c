@@ -6,8 +6,10 @@
  * (upstream.h).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 
@@ -235,6 +237,8 @@ static void wake_timed_out(struct mx_upcall *c)
     finish(c, MX_ETIMEDOUT, &info);
 }
 
+static bool retry_after_past_deadline(struct mx_upcall *c, ev_tstamp now);
+
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct mx_upcall *c = mx_container_of(w, struct mx_upcall, timer);
@@ -245,6 +249,8 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
         wake_timed_out(c);
         return;
     }
+    if (retry_after_past_deadline(c, ev_now(c->loop)))
+        return;
     launch_or_fail(c);
 }
 
@@ -257,9 +263,41 @@ static bool given_up(struct mx_upcall *c, ev_tstamp now)
         return false;
     struct mx_ureq_info info = {0};
     info.no_connection = true;
-    snprintf(info.cause, sizeof(info.cause), "%s", up->unreachable_cause);
+    info.tls = up->fault == MX_UPSTREAM_FAULT_TLS;
+    snprintf(info.cause, sizeof(info.cause), "%s", up->fault_detail);
     mx_upstream_note(up, MX_UPSTREAM_EV_UNREACHABLE);
     finish(c, MX_ECLOSED, &info);
+    return true;
+}
+
+/* The upstream answered 410: the sandbox was deleted. Nothing wakes it and
+ * nothing is probed; the call fails at once. */
+static bool gone(struct mx_upcall *c)
+{
+    if (c->up->state != MX_UPSTREAM_GONE)
+        return false;
+    struct mx_ureq_info info = {0};
+    info.gone = true;
+    finish(c, MX_ECLOSED, &info);
+    return true;
+}
+
+/* The upstream asked not to be asked again before retry_after_until
+ * (Retry-After, RFC 9110 §10.2.3). When that is past the call's deadline
+ * (wake_timeout), waiting cannot help: the call fails at once, saying how
+ * long the upstream asked for. */
+static bool retry_after_past_deadline(struct mx_upcall *c, ev_tstamp now)
+{
+    struct mx_upstream *up = c->up;
+    if (up->retry_after_until <= now || up->retry_after_until <= c->deadline)
+        return false;
+    struct mx_ureq_info info = {0};
+    double left = up->retry_after_until - now;
+    info.retry_after_s = (int64_t)left + ((double)(int64_t)left < left ? 1 : 0);
+    info.http_status = up->retry_after_status;
+    mx_log_info("wake", "up:%s asked to retry after %lld s, past the call's wake_timeout",
+                up->cfg->name, (long long)info.retry_after_s);
+    finish(c, MX_EAGAIN, &info);
     return true;
 }
 
@@ -268,7 +306,7 @@ static void not_awake(struct mx_upcall *c)
 {
     struct mx_upstream *up = c->up;
     ev_tstamp now = ev_now(c->loop);
-    if (given_up(c, now))
+    if (gone(c) || given_up(c, now) || retry_after_past_deadline(c, now))
         return;
     start_wake(c);
     notify_wait(c);
@@ -298,6 +336,9 @@ static void not_awake(struct mx_upcall *c)
         delay = up->unreachable_since + UNREACHABLE_S - now > 0
                     ? up->unreachable_since + UNREACHABLE_S - now
                     : 0.0;
+    /* and never before it asked (within the deadline, checked above) */
+    if (up->retry_after_until - now > delay)
+        delay = up->retry_after_until - now;
     c->state = CALL_BACKOFF;
     ev_timer_set(&c->timer, delay, 0.0);
     ev_timer_start(c->loop, &c->timer);
@@ -314,21 +355,43 @@ static bool is_retry_status(const struct mx_upstream *up, long status)
     return false;
 }
 
+/* Retry-After on a 503 or 429 (RFC 9110 §10.2.3, RFC 6585 §4): the seconds
+ * it asks for, or -1 (none, another status, or not a value). */
+static int64_t retry_after_of(long status, const struct mx_header *hdrs, size_t cnt)
+{
+    int64_t secs;
+    if (status != 503 && status != 429)
+        return -1;
+    for (size_t i = 0; i < cnt; i++) {
+        if (mx_str_caseeq_cstr(hdrs[i].name, "Retry-After"))
+            return mx_upstream_retry_after_parse(hdrs[i].value, time(NULL), &secs) == 0 ? secs : -1;
+    }
+    return -1;
+}
+
 static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
                     void *data)
 {
     struct mx_upcall *c = data;
+    struct mx_upstream *up = c->up;
     ev_timer_stop(c->loop, &c->hold);
-    if (!c->passed && is_retry_status(c->up, status)) {
+    /* a 503 or 429 that says when to come back was not run either, in or
+     * out of retry_on: the call comes back then, if its wake_timeout
+     * allows */
+    int64_t ra = c->passed ? -1 : retry_after_of(status, hdrs, cnt);
+    if (ra >= 0) {
+        up->retry_after_until = ev_now(c->loop) + (double)ra;
+        up->retry_after_status = status;
+    }
+    if (!c->passed && (ra >= 0 || is_retry_status(up, status))) {
         c->retry = true; /* the front answered for a sandbox that did not run it */
         return;
     }
-    struct mx_upstream *up = c->up;
     c->passed = true;
     if (up->state == MX_UPSTREAM_WAKING)
         mx_log_info("wake", "up:%s answered after waking for %.0f ms", up->cfg->name,
                     (ev_now(c->loop) - up->waking_since) * 1000.0);
-    mx_upstream_note(up, mx_upstream_classify_status(up, status));
+    mx_upstream_note_status(up, status);
     up->last_activity = ev_now(c->loop);
     /* The wake is over: everyone waiting on it may go. */
     if (up->probe == c)
@@ -356,13 +419,10 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         mx_upstream_report_bytes(c->up, c->opts.body_len, 0);
     bool unsent =
         err == MX_ECLOSED && !info->response_started && (!info->body_sent || c->opts.may_repeat);
-    if (info->no_connection) {
-        if (c->up->unreachable_since == 0)
-            c->up->unreachable_since = ev_now(c->loop);
-        snprintf(c->up->unreachable_cause, sizeof(c->up->unreachable_cause), "%s", info->cause);
-    } else if (err == 0 || info->response_started) {
-        c->up->unreachable_since = 0;
-    }
+    if (info->no_connection)
+        mx_upstream_note_no_connection(c->up, ev_now(c->loop), info->tls, info->cause);
+    else if (err == 0 || info->response_started)
+        mx_upstream_note_connected(c->up);
     if (!c->passed && (c->retry || unsent)) {
         c->retry = false;
         not_awake(c);
@@ -384,8 +444,9 @@ static void hold_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     /* Held after an idle spell: the sandbox is resuming. Let this call be
-     * the probe so others wait for the same wake instead of piling on. */
-    if (up->probe == NULL && up->state != MX_UPSTREAM_WAKING) {
+     * the probe so others wait for the same wake instead of piling on. A
+     * deleted one is not resuming. */
+    if (up->probe == NULL && up->state != MX_UPSTREAM_WAKING && up->state != MX_UPSTREAM_GONE) {
         up->probe = c;
         up->waking_since = ev_now(c->loop) - HOLD_S;
         up->wakes++;
@@ -399,6 +460,16 @@ static void hold_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static int launch(struct mx_upcall *c)
 {
     struct mx_upstream *up = c->up;
+    ev_tstamp now = ev_now(c->loop);
+    if (up->retry_after_until > now) {
+        /* not before the upstream said (Retry-After): the timer launches
+         * it then, or fails it at once when that is past its deadline */
+        c->state = CALL_BACKOFF;
+        ev_timer_set(&c->timer,
+                     up->retry_after_until > c->deadline ? 0.0 : up->retry_after_until - now, 0.0);
+        ev_timer_start(c->loop, &c->timer);
+        return 0;
+    }
     if (!c->is_stream && !c->counted) {
         c->counted = true;
         up->inflight++;
@@ -410,7 +481,6 @@ static int launch(struct mx_upcall *c)
         c->ureq = NULL;
         return rc;
     }
-    ev_tstamp now = ev_now(c->loop);
     bool idle = up->state == MX_UPSTREAM_UNKNOWN ||
                 now - up->last_activity >= (double)up->cfg->idle_close_ms / 1000.0;
     if (idle && !c->is_stream) {

@@ -91,9 +91,23 @@ static void upfail(struct mx_upfail *out, int code, const char *reason, const ch
     va_end(ap);
 }
 
+/* RFC 9110 §15.5.11: the resource is gone for good; for a sandbox, it was
+ * deleted, and a new one has a new address. */
+static void gone(const struct mx_server_cfg *cfg, struct mx_upfail *out)
+{
+    upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "gone",
+           "upstream '%s': the sandbox is gone (410 from upstream); recreate it and update its "
+           "url in the config",
+           cfg->name);
+}
+
 void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)
 {
     char hint[256];
+    if (status == 410) {
+        gone(cfg, out);
+        return;
+    }
     if (status == 401 || status == 403) {
         check_hint(cfg, hint, sizeof(hint));
         upfail(out, MX_RPC_UPSTREAM_AUTH, "auth-failed",
@@ -119,6 +133,19 @@ void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct 
         upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "not-awake",
                "upstream '%s' did not wake within %lld s", cfg->name,
                (long long)(cfg->wake_timeout_ms / 1000));
+    else if (info && info->gone)
+        gone(cfg, out);
+    else if (info && info->retry_after_s > 0)
+        upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "retry-after",
+               "upstream '%s' asked to retry after %lld s (HTTP %ld with Retry-After), longer "
+               "than a call waits for it (wake_timeout %lld s); try again then",
+               cfg->name, (long long)info->retry_after_s, info->http_status,
+               (long long)(cfg->wake_timeout_ms / 1000));
+    else if (info && info->no_connection && info->tls && info->cause[0])
+        upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable",
+               "upstream '%s' is unreachable: tls: %s; if its certificate is right, give the CA "
+               "that signed it as the server's 'ca'",
+               cfg->name, info->cause);
     else if (info && info->no_connection && info->cause[0])
         upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "unreachable", "upstream '%s' is unreachable: %s",
                cfg->name, info->cause);

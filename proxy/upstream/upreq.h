@@ -42,8 +42,9 @@ void mx_upreq_hdrs_clear(struct mx_upreq_hdrs *h);
 struct mx_upfail {
     int code;           /* JSON-RPC error code (enum mx_rpc_code) */
     const char *reason; /* "auth-failed", "unreachable", "timed-out", "not-awake",
-                           "http-error", "outcome-unknown", "protocol-error" */
-    char message[384];
+                           "retry-after", "gone", "http-error", "outcome-unknown",
+                           "protocol-error" */
+    char message[512];
 };
 
 /* The upstream answered HTTP |status|, which is not an MCP answer. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One configured upstream server at run time: its health state machine
- * (unknown → up / waking / down / auth-failed), the time of the last change
- * and counters. Transitions happen in one function and are logged. It also
+ * (unknown → up / waking / down / auth-failed / gone), the time of the last
+ * change and counters, and the one classification of its last error
+ * (unreachable, tls, auth-failed, gone) that /health and `mcplex status`
+ * show. Transitions happen in one function and are logged. It also
  * owns the upstream observer: how the upstream layer tells the layers above
  * (ops: metrics and the trace) what happened, without including them.
  */
@@ -30,6 +32,17 @@ enum mx_upstream_state {
     MX_UPSTREAM_WAKING = 2,
     MX_UPSTREAM_DOWN = 3,
     MX_UPSTREAM_AUTH_FAILED = 4,
+    MX_UPSTREAM_GONE = 5, /* answered 410: the sandbox was deleted; left only for up */
+};
+
+/* Why the upstream cannot serve anyone, as /health shows it; NONE once it
+ * answers again. */
+enum mx_upstream_fault {
+    MX_UPSTREAM_FAULT_NONE = 0,
+    MX_UPSTREAM_FAULT_UNREACHABLE = 1, /* no connection: refused, no route, no such host */
+    MX_UPSTREAM_FAULT_TLS = 2,         /* the handshake failed or the certificate did not verify */
+    MX_UPSTREAM_FAULT_AUTH = 3,        /* 401 or 403: the credential was refused */
+    MX_UPSTREAM_FAULT_GONE = 4,        /* 410: the sandbox is gone */
 };
 
 /*
@@ -63,6 +76,7 @@ enum mx_upstream_event {
     MX_UPSTREAM_EV_UNREACHABLE,  /* refused, reset, closed before answering */
     MX_UPSTREAM_EV_NOT_AWAKE,    /* a retry_on status */
     MX_UPSTREAM_EV_TIMEOUT,
+    MX_UPSTREAM_EV_GONE, /* 410 */
 };
 
 struct mx_upstream {
@@ -93,9 +107,18 @@ struct mx_upstream {
     uint64_t wakes;    /* wakes started */
     ev_tstamp waking_since;
     ev_tstamp last_activity; /* last answer from the upstream */
-    /* since when no connection could be made (0: one was), and why */
+    /* since when no connection could be made (0: one was); why is |fault| */
     ev_tstamp unreachable_since;
-    char unreachable_cause[160];
+    /* the last error, classified (mx_upstream_note*), its words without
+     * the class ("connection refused at 127.0.0.1:9999", "401 from files":
+     * no secret, no userinfo, path or query of the URL), and when */
+    enum mx_upstream_fault fault;
+    char fault_detail[200];
+    time_t fault_at;
+    /* Retry-After of a 503 or 429 (RFC 9110 §10.2.3): no request goes to
+     * it before |retry_after_until| (0: none asked) */
+    ev_tstamp retry_after_until;
+    long retry_after_status;
     /* idle_close (upcall.c): the upstream's own connections, and the
      * streams it holds open for the upstream's messages, which are closed
      * once no call has used it for idle_close */
@@ -132,6 +155,28 @@ const char *mx_upstream_state_name(enum mx_upstream_state s);
 void mx_upstream_note(struct mx_upstream *u, enum mx_upstream_event ev);
 /* Classify an HTTP status from the upstream. */
 enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, long status);
+/* The upstream answered HTTP |status|: classified, noted, and the fault it
+ * shows (401, 403, 410) set or, for an answer, cleared. */
+void mx_upstream_note_status(struct mx_upstream *u, long status);
+/* No connection could be made at |now| for |cause| (uclient's words, see
+ * mx_ureq_info), |tls| when the TLS handshake or the certificate failed.
+ * Sets the fault, not the state (the caller notes the event when it gives
+ * up); a gone upstream stays gone. */
+void mx_upstream_note_no_connection(struct mx_upstream *u, ev_tstamp now, bool tls,
+                                    const char *cause);
+/* A connection was made: a fault about connecting is over. */
+void mx_upstream_note_connected(struct mx_upstream *u);
+/* "unreachable", "tls", "auth-failed", "gone" ("" for none). */
+const char *mx_upstream_fault_name(enum mx_upstream_fault f);
+/* The last error as shown: "unreachable: connection refused at
+ * 127.0.0.1:9999" into |out|; "" when there is none. */
+void mx_upstream_fault_text(const struct mx_upstream *u, char *out, size_t cap);
+/*
+ * A Retry-After value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date,
+ * as seconds from |now| (a date in the past is 0). Returns 0 with *|secs|,
+ * or MX_EINVAL when it is neither.
+ */
+int mx_upstream_retry_after_parse(struct mx_str value, time_t now, int64_t *secs);
 
 /* Tell |u|'s observer (struct mx_upstream_obs; nothing without one). */
 void mx_upstream_report_retry(struct mx_upstream *u);

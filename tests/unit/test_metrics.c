@@ -195,6 +195,23 @@ static void test_metrics_outcome_mapping(void **state)
         assert_int_equal(mx_metrics_outcome_of(cases[i].err, &info), cases[i].want);
     }
     assert_int_equal(mx_metrics_outcome_of(MX_ECLOSED, NULL), MX_METRICS_UNREACHABLE);
+    /* a gone sandbox is the error its 410 is, said at once or not; a
+     * Retry-After past the wake time is unavailable, by either path */
+    struct mx_ureq_info info;
+    memset(&info, 0, sizeof(info));
+    info.http_status = 410;
+    assert_int_equal(mx_metrics_outcome_of(0, &info), MX_METRICS_ERROR);
+    memset(&info, 0, sizeof(info));
+    info.gone = true;
+    assert_int_equal(mx_metrics_outcome_of(MX_ECLOSED, &info), MX_METRICS_ERROR);
+    struct mx_upfail f = {.reason = "gone"};
+    assert_int_equal(mx_metrics_outcome_of_fail(&f), MX_METRICS_ERROR);
+    memset(&info, 0, sizeof(info));
+    info.retry_after_s = 30;
+    info.http_status = 503;
+    assert_int_equal(mx_metrics_outcome_of(MX_EAGAIN, &info), MX_METRICS_UNREACHABLE);
+    f.reason = "retry-after";
+    assert_int_equal(mx_metrics_outcome_of_fail(&f), MX_METRICS_UNREACHABLE);
     assert_string_equal(mx_metrics_outcome_name(MX_METRICS_OUTCOME_UNKNOWN), "outcome_unknown");
     assert_string_equal(mx_metrics_outcome_name(MX_METRICS_WAKE_TIMEOUT), "wake_timeout");
     assert_string_equal(mx_metrics_outcome_name(MX_METRICS_AUTH_FAILED), "auth_failed");

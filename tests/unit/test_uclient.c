@@ -54,6 +54,7 @@ enum srv_mode {
     SRV_SILENT,      /* read the request, never answer */
     SRV_REDIRECT,    /* 302 to another path */
     SRV_EARLY_HINTS, /* 103 with a Link header, then 200 */
+    SRV_BAD_REQUEST, /* any first bytes (a TLS hello too): 400, then close */
 };
 
 struct srv;
@@ -243,6 +244,8 @@ static bool respond(struct sconn *sc)
         sconn_queue_str(sc, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
                             "HTTP/1.1 200 OK\r\nX-Final: 1\r\nContent-Length: 2\r\n\r\nok");
         break;
+    case SRV_BAD_REQUEST:
+        break; /* answered on its first bytes (on_sconn_read) */
     }
     return true;
 }
@@ -306,6 +309,12 @@ static void on_sconn_read(struct ev_loop *loop, ev_io *w, int revents)
         return;
     }
     assert_int_equal(mx_buf_append(&sc->in, buf, (size_t)n), 0);
+    if (sc->srv->mode == SRV_BAD_REQUEST) {
+        static const char bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        assert_int_equal(send(sc->fd, bad, sizeof(bad) - 1, MSG_NOSIGNAL), sizeof(bad) - 1);
+        sconn_close(sc);
+        return;
+    }
     parse_requests(sc);
 }
 
@@ -819,6 +828,40 @@ static void test_uclient_refused(void **state)
     assert_false(r.info.reused);
     assert_int_equal(r.info.http_status, 0);
     assert_int_equal(r.heads + r.datas, 0);
+    /* the cause: where, and why */
+    char want[64];
+    snprintf(want, sizeof(want), "connection refused at 127.0.0.1:%s", strrchr(url, ':') + 1);
+    *strrchr(want, '/') = '\0';
+    assert_true(r.info.no_connection);
+    assert_false(r.info.tls);
+    assert_string_equal(r.info.cause, want);
+    rsp_clear(&r);
+    free(url);
+}
+
+/* https to a server that answers in plain HTTP: the TLS handshake fails,
+ * and the cause says so with the scheme, host and port, never the path or
+ * the query. */
+static void test_uclient_tls_cause(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_BAD_REQUEST);
+    char *url = mx_xasprintf("https://127.0.0.1:%d/mcp?sig=secret-query", s->port);
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    struct rsp r;
+    rsp_init(&r, t);
+    start(t, &o, &r);
+    assert_true(run_until(t, &r.done));
+    assert_true(r.err != 0);
+    assert_true(r.info.no_connection);
+    assert_true(r.info.tls);
+    char want[64];
+    snprintf(want, sizeof(want), "handshake failed at https://127.0.0.1:%d (", s->port);
+    if (strncmp(r.info.cause, want, strlen(want)) != 0)
+        fail_msg("cause \"%s\" does not start with \"%s\"", r.info.cause, want);
+    assert_null(strstr(r.info.cause, "secret-query"));
+    assert_null(strstr(r.info.cause, "/mcp"));
     rsp_clear(&r);
     free(url);
 }
@@ -1510,6 +1553,7 @@ int main(void)
         T(test_uclient_default_content_type_removed),
         T(test_uclient_streams_chunks),
         T(test_uclient_refused),
+        T(test_uclient_tls_cause),
         T(test_uclient_drop_fresh_not_resent),
         T(test_uclient_reused_post_not_resent),
         T(test_uclient_reused_post_resent_when_allowed),

@@ -173,7 +173,7 @@ struct got {
     bool pause;
     bool had_resp;
     int fail_code;
-    char fail_msg[384];
+    char fail_msg[512];
     struct mx_upsess *s;
 };
 

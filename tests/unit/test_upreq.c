@@ -146,6 +146,39 @@ static void test_upreq_failures(void **state)
     cfg_init(&c, MX_AUTH_BEARER, NULL, "file:/run/tok");
     mx_upfail_status(&c, 401, &f);
     assert_non_null(strstr(f.message, "check the secret file:/run/tok"));
+    /* the sandbox was deleted: said the same for the 410 and for a call
+     * that finds it gone */
+    mx_upfail_status(&c, 410, &f);
+    assert_int_equal(f.code, MX_RPC_UPSTREAM_UNAVAILABLE);
+    assert_string_equal(f.reason, "gone");
+    assert_string_equal(f.message, "upstream 'files': the sandbox is gone (410 from upstream); "
+                                   "recreate it and update its url in the config");
+    struct mx_ureq_info info;
+    memset(&info, 0, sizeof(info));
+    info.gone = true;
+    struct mx_upfail g;
+    mx_upfail_transport(&c, MX_ECLOSED, &info, &g);
+    assert_string_equal(g.reason, "gone");
+    assert_string_equal(g.message, f.message);
+    /* a Retry-After past the call's wake time */
+    memset(&info, 0, sizeof(info));
+    info.retry_after_s = 30;
+    info.http_status = 429;
+    mx_upfail_transport(&c, MX_EAGAIN, &info, &f);
+    assert_int_equal(f.code, MX_RPC_UPSTREAM_UNAVAILABLE);
+    assert_string_equal(f.reason, "retry-after");
+    assert_non_null(strstr(f.message, "upstream 'files' asked to retry after 30 s (HTTP 429"));
+    assert_non_null(strstr(f.message, "wake_timeout 60 s"));
+    /* no connection: TLS says so, and what to do */
+    memset(&info, 0, sizeof(info));
+    info.no_connection = true;
+    info.tls = true;
+    snprintf(info.cause, sizeof(info.cause), "certificate verify failed at https://h:1 (x)");
+    mx_upfail_transport(&c, MX_EUPSTREAM, &info, &f);
+    assert_string_equal(f.reason, "unreachable");
+    assert_non_null(strstr(f.message, "upstream 'files' is unreachable: tls: certificate verify "
+                                      "failed at https://h:1 (x); "));
+    assert_non_null(strstr(f.message, "'ca'"));
     mx_upfail_proto(&c, "it said nothing", &f);
     assert_string_equal(f.reason, "protocol-error");
     assert_non_null(strstr(f.message, "it said nothing"));
