@@ -24,6 +24,7 @@
 
 #include "alloc.h"
 #include "err.h"
+#include "keyring.h"
 #include "path.h"
 #include "secret.h"
 #include "secret_int.h"
@@ -42,6 +43,21 @@ static bool is_blank(const char *s)
 {
     for (; *s; s++) {
         if (*s != ' ' && *s != '\t')
+            return false;
+    }
+    return true;
+}
+
+/* systemd's credential names: no '/', not "." or "..", at most 255 bytes. */
+static bool cred_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 255 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == ':' || c == '-'))
             return false;
     }
     return true;
@@ -71,8 +87,19 @@ const char *mx_secret_ref_check(const char *ref)
             return "cmd: needs a command";
         return NULL;
     }
-    return "unknown kind of secret reference; use vault:NAME, env:NAME, file:PATH or "
-           "cmd:COMMAND";
+    if (has_prefix(ref, "keyring:")) {
+        const char *slash = strchr(ref + 8, '/');
+        if (slash == NULL || slash == ref + 8 || slash[1] == '\0')
+            return "keyring: needs SERVICE/ACCOUNT (the item's service and account attributes)";
+        return NULL;
+    }
+    if (has_prefix(ref, "cred:")) {
+        if (!cred_name_ok(ref + 5))
+            return "cred: needs a credential name of 1 to 255 characters from A-Za-z0-9_.:-";
+        return NULL;
+    }
+    return "unknown kind of secret reference; use vault:NAME, env:NAME, file:PATH, "
+           "cmd:COMMAND, keyring:SERVICE/ACCOUNT or cred:NAME";
 }
 
 const char *mx_secret_ref_show(const char *ref, char *out, size_t cap)
@@ -117,6 +144,42 @@ static int from_file(const char *ref, const char *path, char **out, size_t *len,
     free(full);
     if (rc)
         mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+    return rc;
+}
+
+/* systemd's LoadCredential=/LoadCredentialEncrypted=: a file in the
+ * directory the service manager names. */
+static int from_cred(const char *ref, const char *name, char **out, size_t *len,
+                     struct mx_diag *diag)
+{
+    char why[256];
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    if (dir == NULL || dir[0] == '\0') {
+        mx_diag_set(diag, NULL, 0, 0,
+                    "%s: $CREDENTIALS_DIRECTORY is not set; cred: works in a systemd unit with "
+                    "LoadCredential=%s:PATH or LoadCredentialEncrypted=%s:PATH",
+                    ref, name, name);
+        return MX_ENOTFOUND;
+    }
+    char *path = mx_xasprintf("%s/%s", dir, name);
+    int rc = mx_private_file_read(path, "credential file", MX_SECRET_MAX_LEN, out, len, why,
+                                  sizeof(why));
+    if (rc)
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s (%s)", ref, why, path);
+    free(path);
+    return rc;
+}
+
+static int from_keyring(const char *ref, const char *what, char **out, size_t *len,
+                        struct mx_diag *diag)
+{
+    char why[512];
+    const char *slash = strchr(what, '/');
+    char *service = mx_xstrndup(what, (size_t)(slash - what));
+    int rc = mx_keyring_lookup(service, slash + 1, out, len, why, sizeof(why));
+    if (rc)
+        mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
+    free(service);
     return rc;
 }
 
@@ -353,6 +416,10 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
         rc = from_env(shown, ref + 4, &buf, &len, diag);
     else if (has_prefix(ref, "file:"))
         rc = from_file(shown, ref + 5, &buf, &len, diag);
+    else if (has_prefix(ref, "cred:"))
+        rc = from_cred(shown, ref + 5, &buf, &len, diag);
+    else if (has_prefix(ref, "keyring:"))
+        rc = from_keyring(shown, ref + 8, &buf, &len, diag);
     else
         rc = from_cmd(shown, ref + 4, &buf, &len, diag);
     if (rc)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Secret references: "env:NAME", "file:PATH", "vault:NAME" and "cmd:PROGRAM
- * ARGS", checked, shown without what they may hide, and resolved.
+ * Secret references: "env:NAME", "file:PATH", "vault:NAME", "cmd:PROGRAM
+ * ARGS", "keyring:SERVICE/ACCOUNT" (the desktop Secret Service) and
+ * "cred:NAME" (a systemd credential in $CREDENTIALS_DIRECTORY), checked,
+ * shown without what they may hide, and resolved.
  */
 #ifndef MX_SECRET_REF_H
 #define MX_SECRET_REF_H

@@ -66,6 +66,8 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # with. tests/package/deb.sh checks that every NEEDED library is covered.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.34), libcurl4 (>= 7.88.1), libev4 (>= 1:4.33), libhttp-parser2.9 (>= 2.9.4), libjansson4 (>= 2.14), libnghttp2-14 (>= 1.52.0), libssl3 (>= 3.0.0)")
+# keyring: secrets load libsecret at run time, only when one is used.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libsecret-1-0")
 # `make package_source` must not sweep up build trees or node_modules.
 set(CPACK_SOURCE_GENERATOR TGZ)
 set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/node_modules/")
