@@ -48,6 +48,7 @@ struct config_priv {
     struct mx_config pub;
     struct pos client_token;
     struct server_pos *srv; /* parallel to pub.servers */
+    bool empty;             /* the file held no key and no table */
 };
 
 static size_t live_cnt;
@@ -1180,6 +1181,7 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     listen_defaults(&cp->pub.listen);
     proxy_defaults(&cp->pub.proxy);
     rc = walk_root(&c, root, cp);
+    cp->empty = root->cnt == 0;
     mx_toml_free(root);
     if (rc) {
         mx_config_free(&cp->pub);
@@ -1363,6 +1365,17 @@ void mx_config_free(struct mx_config *cfg)
     free(cfg->path);
     free(cp);
     live_cnt--;
+}
+
+const char *mx_config_warning(const struct mx_config *cfg)
+{
+    if (cfg->server_cnt)
+        return NULL;
+    if (priv(cfg)->empty)
+        return "the config is empty, so mcplex serves no upstream; add a server: "
+               "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])";
+    return "no [servers.NAME] table, so mcplex serves no upstream; add a server: "
+           "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])";
 }
 
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name)

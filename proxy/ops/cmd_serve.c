@@ -121,6 +121,8 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
     }
     if (!s->level_from_flag)
         mx_log_set_level(cfg->proxy.log_level ? level : MX_LOG_INFO);
+    if (mx_config_warning(cfg))
+        mx_log_warn("serve", "%s: %s", cfg->path, mx_config_warning(cfg));
     mx_gateway_reload(s->gw, cfg, msg, sizeof(msg));
 }
 
@@ -298,6 +300,9 @@ int mx_cmd_serve(int argc, char **argv)
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
         mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
                     s.gw->upstreams[i]->cfg->name, s.gw->upstreams[i]->host);
+    /* Serving nothing is allowed (servers may come with a reload), not silent. */
+    if (mx_config_warning(cfg))
+        mx_log_warn("serve", "%s: %s", cfg->path, mx_config_warning(cfg));
     /* Not in JSON lines: every line on stderr must parse for a collector. */
     if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO) && mx_log_get_format() == MX_LOG_TEXT) {
         /* A ready snippet for the merged endpoint; the client token, if any,

@@ -1006,6 +1006,37 @@ static void test_model_check_command(void **state)
     assert_non_null(strstr(out, "/nonexistent/mcplex.toml: cannot read config"));
 }
 
+/* A config that gives mcplex nothing to serve is valid, and says what to add. */
+static void test_model_no_servers_warns(void **state)
+{
+    char out[8192], want[1024];
+    (void)state;
+    struct path path_p = tmp_path("empty.toml");
+    const char *path = path_p.s;
+
+    write_file(path, "# nothing yet\n", 0644);
+    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+    snprintf(want, sizeof(want),
+             "%s: warning: the config is empty, so mcplex serves no upstream; add a server: "
+             "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
+             path);
+    if (strstr(out, want) == NULL)
+        fail_msg("got:\n%s", out);
+
+    write_file(path, "[listen]\naddress = \"127.0.0.1:8443\"\n", 0644);
+    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+    snprintf(want, sizeof(want),
+             "%s: warning: no [servers.NAME] table, so mcplex serves no upstream; add a server: "
+             "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
+             path);
+    if (strstr(out, want) == NULL)
+        fail_msg("got:\n%s", out);
+
+    write_file(path, "[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n", 0644);
+    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+    assert_null(strstr(out, "warning"));
+}
+
 static int no_leaks(void **state)
 {
     (void)state;
@@ -1031,6 +1062,7 @@ int main(void)
         cmocka_unit_test_teardown(test_model_resolve_secrets, no_leaks),
         cmocka_unit_test_teardown(test_model_aggregate_keys, no_leaks),
         cmocka_unit_test_teardown(test_model_check_command, no_leaks),
+        cmocka_unit_test_teardown(test_model_no_servers_warns, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
