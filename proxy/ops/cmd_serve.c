@@ -20,6 +20,7 @@
 #include "certs.h"
 #include "child.h"
 #include "cmd.h"
+#include "cmd_status.h"
 #include "cmdline.h"
 #include "gateway.h"
 #include "log.h"
@@ -199,6 +200,26 @@ static bool is_loopback_address(const char *addr)
            strncmp(addr, "localhost:", 10) == 0;
 }
 
+/* 0 when [listen] looks free; else 1 after saying who holds it and what to do. */
+static int refuse_taken_port(const struct mx_config *cfg)
+{
+    long pid = 0;
+    switch (mx_status_port_owner(cfg, &pid)) {
+    case MX_PORT_FREE:
+        return 0;
+    case MX_PORT_MCPLEX:
+        fprintf(stderr,
+                "mcplex (pid %ld) already serves %s; use `mcplex reload` or `mcplex status`\n", pid,
+                cfg->listen.address);
+        return 1;
+    case MX_PORT_OTHER:
+        break;
+    }
+    fprintf(stderr, "mcplex: %s is in use by another program; choose another [listen] address\n",
+            cfg->listen.address);
+    return 1;
+}
+
 struct serve_opts {
     struct mx_cmdline_run run;
     const char *port_file;
@@ -250,20 +271,19 @@ int mx_cmd_serve(int argc, char **argv)
         mx_config_free(cfg);
         return 1;
     }
-    if (mx_cmdline_secrets(cfg, "serve") != 0) {
-        mx_config_free(cfg);
-        return 1;
-    }
-
-    if (mx_cmdline_state_dir(cfg) != 0) {
-        mx_config_free(cfg);
-        return 1;
-    }
-    signal(SIGPIPE, SIG_IGN);
     if (mx_cmdline_curl_init() != 0) {
         mx_config_free(cfg);
         return 1;
     }
+    /* Before secrets are resolved (a cmd: source may take its time): a
+     * second serve of the same config learns at once that one runs. */
+    if (refuse_taken_port(cfg) != 0 || mx_cmdline_secrets(cfg, "serve") != 0 ||
+        mx_cmdline_state_dir(cfg) != 0) {
+        mx_config_free(cfg);
+        curl_global_cleanup();
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
     struct mx_tls *tls = NULL;
     if (cfg->listen.tls && (tls = tls_setup(cfg)) == NULL) {
         mx_config_free(cfg);
