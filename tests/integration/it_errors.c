@@ -10,6 +10,7 @@
  */
 #include <netinet/in.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -244,6 +245,22 @@ static void expect_serve_refused(const char *cfg, const char *want, double limit
     free(bin);
 }
 
+/* serve on |port|, which something other than mcplex holds, is refused
+ * saying so (rewrites the config |cfg|). */
+static void expect_other_program(const char *cfg, int port, bool tls)
+{
+    char *text = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = %s\n"
+                              "[proxy]\nstate_dir = \"%s\"\n",
+                              port, tls ? "true" : "false", mx_it_dir());
+    assert_int_equal(mx_it_write_file(cfg, text, strlen(text)), 0);
+    char *want = mx_xasprintf("mcplex: 127.0.0.1:%d is in use by another program; choose "
+                              "another [listen] address",
+                              port);
+    expect_serve_refused(cfg, want, 4.0);
+    free(want);
+    free(text);
+}
+
 static void test_errors_second_serve(void **state)
 {
     (void)state;
@@ -265,16 +282,7 @@ static void test_errors_second_serve(void **state)
     int sim_port;
     mx_it_canary(token, sizeof(token));
     assert_true(mx_it_start_sim("other", token, NULL, &sim_port) > 0);
-    char *text = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = true\n"
-                              "[proxy]\nstate_dir = \"%s\"\n",
-                              sim_port, mx_it_dir());
-    assert_int_equal(mx_it_write_file(cfg, text, strlen(text)), 0);
-    want = mx_xasprintf("mcplex: 127.0.0.1:%d is in use by another program; choose another "
-                        "[listen] address",
-                        sim_port);
-    expect_serve_refused(cfg, want, 4.0);
-    free(want);
-    free(text);
+    expect_other_program(cfg, sim_port, true);
 
     /* a listener that never answers */
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -285,18 +293,8 @@ static void test_errors_second_serve(void **state)
     assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     assert_int_equal(listen(fd, 8), 0);
     assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-    int silent = ntohs(sa.sin_port);
-    text = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
-                        "[proxy]\nstate_dir = \"%s\"\n",
-                        silent, mx_it_dir());
-    assert_int_equal(mx_it_write_file(cfg, text, strlen(text)), 0);
-    want = mx_xasprintf("mcplex: 127.0.0.1:%d is in use by another program; choose another "
-                        "[listen] address",
-                        silent);
-    expect_serve_refused(cfg, want, 4.0);
+    expect_other_program(cfg, ntohs(sa.sin_port), false);
     close(fd);
-    free(want);
-    free(text);
     free(cfg);
     mx_it_pass();
 }

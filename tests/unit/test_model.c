@@ -1014,23 +1014,22 @@ static void test_model_no_servers_warns(void **state)
     struct path path_p = tmp_path("empty.toml");
     const char *path = path_p.s;
 
-    write_file(path, "# nothing yet\n", 0644);
-    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
-    snprintf(want, sizeof(want),
-             "%s: warning: the config is empty, so mcplex serves no upstream; add a server: "
-             "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
-             path);
-    if (strstr(out, want) == NULL)
-        fail_msg("got:\n%s", out);
-
-    write_file(path, "[listen]\naddress = \"127.0.0.1:8443\"\n", 0644);
-    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
-    snprintf(want, sizeof(want),
-             "%s: warning: no [servers.NAME] table, so mcplex serves no upstream; add a server: "
-             "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
-             path);
-    if (strstr(out, want) == NULL)
-        fail_msg("got:\n%s", out);
+    static const struct {
+        const char *text, *why;
+    } cases[] = {
+        {"# nothing yet\n", "the config is empty"},
+        {"[listen]\naddress = \"127.0.0.1:8443\"\n", "no [servers.NAME] table"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(path, cases[i].text, 0644);
+        assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+        snprintf(want, sizeof(want),
+                 "%s: warning: %s, so mcplex serves no upstream; add a server: [servers.NAME] "
+                 "with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
+                 path, cases[i].why);
+        if (strstr(out, want) == NULL)
+            fail_msg("got:\n%s", out);
+    }
 
     write_file(path, "[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n", 0644);
     assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
