@@ -143,8 +143,11 @@ int mx_cmd_check(int argc, char **argv)
            cfg->proxy.trace ? ", trace " : "", cfg->proxy.trace ? cfg->proxy.trace : "");
     for (size_t i = 0; i < cfg->server_cnt; i++)
         check_server(cfg, &cfg->servers[i], &t);
-    if (cfg->server_cnt == 0)
-        printf("no servers configured\n");
+    const char *warning = mx_config_warning(cfg);
+    if (warning) {
+        fflush(stdout);
+        fprintf(stderr, "%s: warning: %s\n", cfg->path, warning);
+    }
     mx_config_free(cfg);
     if (t.failed) {
         printf("check failed: %d of %d secret reference(s) did not resolve\n", t.failed, t.refs);

@@ -26,6 +26,7 @@
 #include "path.h"
 #include "secret_int.h"
 #include "secret_ref.h"
+#include "suggest.h"
 #include "toml.h"
 #include "vault.h"
 
@@ -47,6 +48,7 @@ struct config_priv {
     struct mx_config pub;
     struct pos client_token;
     struct server_pos *srv; /* parallel to pub.servers */
+    bool empty;             /* the file held no key and no table */
 };
 
 static size_t live_cnt;
@@ -563,6 +565,9 @@ static int apply(struct ctx *c, const struct field *f, const struct mx_toml_entr
     return MX_EINVAL;
 }
 
+static int unknown_key(struct ctx *c, const struct mx_toml_entry *e, const char *table,
+                       const struct field *fields, size_t nfields);
+
 static int walk(struct ctx *c, const struct mx_toml_table *t, const struct field *fields,
                 size_t nfields, void *obj)
 {
@@ -576,7 +581,7 @@ static int walk(struct ctx *c, const struct mx_toml_table *t, const struct field
         if (f == NULL && e->val.type == MX_TOML_TABLE)
             return err_at(c, e->line, e->col, "unknown table [%s]", e->val.table->name);
         if (f == NULL)
-            return err_at(c, e->line, e->col, "unknown key '%s' in [%s]", e->key, t->name);
+            return unknown_key(c, e, t->name, fields, nfields);
         int rc = apply(c, f, e, obj);
         if (rc)
             return rc;
@@ -785,6 +790,130 @@ static const struct field server_fields[] = {
 #undef S
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Where keys live, for the messages about a key in the wrong place. */
+static const struct {
+    const char *header; /* as written in the file, NAME for any server */
+    const struct field *fields;
+    size_t cnt;
+} sections[] = {
+    {"listen", listen_fields, NFIELDS(listen_fields)},
+    {"proxy", proxy_fields, NFIELDS(proxy_fields)},
+    {"servers.NAME", server_fields, NFIELDS(server_fields)},
+};
+
+#define MAX_SECTION_KEYS 64
+
+static bool has_field(const struct field *fields, size_t cnt, const char *key)
+{
+    for (size_t i = 0; i < cnt; i++) {
+        if (strcmp(fields[i].key, key) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* "[listen]" or "[proxy] or [servers.NAME]": the sections that know |key|; "" when none. */
+static void sections_with(const char *key, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < NFIELDS(sections) && n < cap; i++) {
+        if (has_field(sections[i].fields, sections[i].cnt, key))
+            n += (size_t)snprintf(out + n, cap - n, "%s[%s]", n ? " or " : "", sections[i].header);
+    }
+}
+
+/*
+ * An unknown key in [|table|]: the known key nearest it there ("did you
+ * mean"), else the section it belongs in, else the bare fact. Only key
+ * names are quoted; the value stays unread.
+ */
+static int unknown_key(struct ctx *c, const struct mx_toml_entry *e, const char *table,
+                       const struct field *fields, size_t nfields)
+{
+    const char *names[MAX_SECTION_KEYS];
+    char where[96];
+    MX_ASSERT(nfields <= MAX_SECTION_KEYS);
+    sections_with(e->key, where, sizeof(where));
+    if (where[0])
+        return err_at(c, e->line, e->col, "unknown key '%s' in [%s]; '%s' belongs in %s", e->key,
+                      table, e->key, where);
+    for (size_t i = 0; i < nfields; i++)
+        names[i] = fields[i].key;
+    int k = mx_suggest(mx_str_cstr(e->key), names, nfields);
+    if (k >= 0)
+        return err_at(c, e->line, e->col, "unknown key '%s' in [%s]; did you mean '%s'?", e->key,
+                      table, names[k]);
+    return err_at(c, e->line, e->col, "unknown key '%s' in [%s]", e->key, table);
+}
+
+/* A key above every table: where it belongs, or the nearest key of any section. */
+static int unknown_root_key(struct ctx *c, const struct mx_toml_entry *e)
+{
+    const char *names[3 * MAX_SECTION_KEYS];
+    size_t sect[3 * MAX_SECTION_KEYS];
+    size_t n = 0;
+    char where[96];
+    sections_with(e->key, where, sizeof(where));
+    if (where[0])
+        return err_at(c, e->line, e->col, "unknown key '%s' outside any table; '%s' belongs in %s",
+                      e->key, e->key, where);
+    for (size_t i = 0; i < NFIELDS(sections); i++) {
+        for (size_t j = 0; j < sections[i].cnt && n < NFIELDS(names); j++) {
+            sect[n] = i;
+            names[n++] = sections[i].fields[j].key;
+        }
+    }
+    int k = mx_suggest(mx_str_cstr(e->key), names, n);
+    if (k >= 0)
+        return err_at(c, e->line, e->col,
+                      "unknown key '%s' outside any table; did you mean '%s' in [%s]?", e->key,
+                      names[k], sections[sect[k]].header);
+    return err_at(c, e->line, e->col,
+                  "unknown key '%s' outside any table; keys go under [listen], [proxy] or "
+                  "[servers.NAME]",
+                  e->key);
+}
+
+/*
+ * An unknown table at the top. The header as written is rebuilt from the
+ * tables it implied ([server.files] makes "server" holding "files"), so the
+ * suggestion can repeat it with the first name corrected.
+ */
+static int unknown_root_table(struct ctx *c, const struct mx_toml_entry *e)
+{
+    static const char *const names[] = {"listen", "proxy", "servers"};
+    const struct mx_toml_table *t = e->val.table;
+    const char *rest = "";
+    while (!t->defined && t->cnt == 1 && t->entries[0].val.type == MX_TOML_TABLE)
+        t = t->entries[0].val.table;
+    if (t->name[strlen(e->key)] == '.')
+        rest = t->name + strlen(e->key);
+    int k = mx_suggest(mx_str_cstr(e->key), names, NFIELDS(names));
+    if (k >= 0)
+        return err_at(c, e->line, e->col, "unknown table [%s]; did you mean [%s%s]?", t->name,
+                      names[k], rest);
+    return err_at(c, e->line, e->col,
+                  "unknown table [%s]; expected [listen], [proxy] or [servers.NAME]", e->key);
+}
+
+/*
+ * mx_toml_show_cb: a value written without quotes is quoted back in the
+ * message only for a known key that never holds a secret.
+ */
+static bool may_show(const char *table, const char *key)
+{
+    if (is_secret_bearing(key))
+        return false;
+    if (strcmp(table, "listen") == 0)
+        return has_field(listen_fields, NFIELDS(listen_fields), key);
+    if (strcmp(table, "proxy") == 0)
+        return has_field(proxy_fields, NFIELDS(proxy_fields), key);
+    if (strncmp(table, "servers.", 8) == 0 && strchr(table + 8, '.') == NULL)
+        return has_field(server_fields, NFIELDS(server_fields), key);
+    return false;
+}
 
 static void listen_defaults(struct mx_listen_cfg *l)
 {
@@ -1015,13 +1144,8 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
             strcmp(e->key, "servers") == 0)
             continue;
         if (e->val.type == MX_TOML_TABLE)
-            return err_at(c, e->line, e->col,
-                          "unknown table [%s]; expected [listen], [proxy] or [servers.NAME]",
-                          e->key);
-        return err_at(c, e->line, e->col,
-                      "unknown key '%s' outside any table; keys go under [listen], [proxy] or "
-                      "[servers.NAME]",
-                      e->key);
+            return unknown_root_table(c, e);
+        return unknown_root_key(c, e);
     }
     proxy = section(c, root, "proxy", &rc);
     if (rc == 0 && proxy)
@@ -1048,7 +1172,7 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     struct ctx c = {path ? path : "<config>", diag};
 
     *out = NULL;
-    int rc = mx_toml_parse(c.file, text, len, &root, diag);
+    int rc = mx_toml_parse_shown(c.file, text, len, may_show, &root, diag);
     if (rc)
         return MX_EINVAL;
     struct config_priv *cp = mx_xcalloc(1, sizeof(*cp));
@@ -1057,6 +1181,7 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     listen_defaults(&cp->pub.listen);
     proxy_defaults(&cp->pub.proxy);
     rc = walk_root(&c, root, cp);
+    cp->empty = root->cnt == 0;
     mx_toml_free(root);
     if (rc) {
         mx_config_free(&cp->pub);
@@ -1240,6 +1365,17 @@ void mx_config_free(struct mx_config *cfg)
     free(cfg->path);
     free(cp);
     live_cnt--;
+}
+
+const char *mx_config_warning(const struct mx_config *cfg)
+{
+    if (cfg->server_cnt)
+        return NULL;
+    if (priv(cfg)->empty)
+        return "the config is empty, so mcplex serves no upstream; add a server: "
+               "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])";
+    return "no [servers.NAME] table, so mcplex serves no upstream; add a server: "
+           "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])";
 }
 
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name)

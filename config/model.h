@@ -162,6 +162,12 @@ int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag
 bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cfg *b);
 void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
 
+/*
+ * What a valid config may still lack, as one sentence that says what to
+ * add (no servers: mcplex would serve an empty /mcp), or NULL. Static text.
+ */
+const char *mx_config_warning(const struct mx_config *cfg);
+
 /* Find a server by name; NULL if absent. */
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
 

@@ -26,6 +26,9 @@ struct parser {
     struct mx_diag *diag;
     struct mx_toml_table *root;
     struct mx_toml_table *cur;
+    const char *key;          /* whose value is being read */
+    int array_line;           /* where the array being read opened */
+    mx_toml_show_cb may_show; /* NULL: no value is quoted back */
 };
 
 static size_t live_cnt; /* tables */
@@ -486,80 +489,187 @@ fail:
     return rc;
 }
 
-/* Decimal only: the first character that makes it something else is named. */
-static int parse_int(struct parser *ps, struct mx_toml_value *v)
+/* Where a value written without quotes ends: at a blank, a line end, a
+ * comment, or the ',' or ']' of an array. */
+static size_t bare_end(const struct parser *ps)
 {
-    int line = ps->line, col = ps->col;
-    size_t start = ps->pos, end = start, digits;
-    const char *s = ps->p;
-
-    while (end < ps->len &&
-           (is_key_char((unsigned char)s[end]) || s[end] == '.' || s[end] == '+' || s[end] == ':'))
+    size_t end = ps->pos;
+    while (end < ps->len) {
+        unsigned char c = (unsigned char)ps->p[end];
+        if (c <= 0x20 || c == 0x7f || c == ',' || c == ']' || c == '#')
+            break;
         end++;
-    size_t i = start;
-    if (s[i] == '+' || s[i] == '-')
-        i++;
-    size_t first = i;
-    while (i < end && is_digit((unsigned char)s[i]))
-        i++;
-    digits = i - first;
-    if (digits == 0 || i < end) {
-        const char *why;
-        char c = i < end ? s[i] : '\0';
-        if (digits == 0 && (c == 'i' || c == 'n'))
-            why = "floats are not supported";
-        else if (digits == 0)
-            why = NULL;
-        else if (c == '_')
-            why = "underscores in integers are not supported";
-        else if (c == '.' || c == 'e' || c == 'E')
-            why = "floats are not supported";
-        else if ((c == 'x' || c == 'o' || c == 'b') && digits == 1 && s[first] == '0')
-            why = "only decimal integers are supported";
-        else if (c == '-' || c == ':')
-            why = "dates and times are not supported";
-        else
-            why = NULL;
-        adv_n(ps, i - start);
-        if (why)
-            return fail_here(ps, "%s", why);
-        char buf[32];
-        if (digits == 0)
-            return fail_here(ps, "expected a digit, found %s", describe(ps, buf, sizeof(buf)));
-        return fail_here(ps, "invalid character %s in integer", describe(ps, buf, sizeof(buf)));
     }
-    if (digits > 1 && s[first] == '0') {
-        adv_n(ps, first - start);
-        return fail_here(ps, "leading zeros are not allowed in integers");
-    }
-    int rc = mx_num_parse(s + start, end - start, INT64_MIN, INT64_MAX, &v->i);
-    if (rc)
-        return fail_at(ps, line, col, "integer out of range (must fit in 64 bits)");
-    adv_n(ps, end - start);
-    v->type = MX_TOML_INT;
-    return 0;
+    return end;
 }
 
-static int parse_word(struct parser *ps, struct mx_toml_value *v)
+static size_t digits_at(const char *s, size_t i, size_t end)
 {
-    size_t start = ps->pos, end = start;
-    while (end < ps->len && is_key_char((unsigned char)ps->p[end]))
-        end++;
-    size_t n = end - start;
-    const char *w = ps->p + start;
-    if (n == 4 && memcmp(w, "true", 4) == 0) {
-        v->b = true;
-    } else if (n == 5 && memcmp(w, "false", 5) == 0) {
-        v->b = false;
-    } else if ((n == 3 && memcmp(w, "inf", 3) == 0) || (n == 3 && memcmp(w, "nan", 3) == 0)) {
-        return fail_here(ps, "floats are not supported");
-    } else {
-        return fail_here(ps, "invalid value '%.*s'; strings need double quotes",
-                         (int)(n > 40 ? 40 : n), w);
+    size_t n = 0;
+    while (i + n < end && is_digit((unsigned char)s[i + n]))
+        n++;
+    return n;
+}
+
+/* [digits] "." digits, then an optional exponent, as TOML floats are written. */
+static bool is_float_shape(const char *s, size_t i, size_t end)
+{
+    bool frac = false, exp = false;
+    i += digits_at(s, i, end);
+    if (i < end && s[i] == '.') {
+        size_t n = digits_at(s, i + 1, end);
+        if (n == 0)
+            return false;
+        i += 1 + n;
+        frac = true;
     }
-    adv_n(ps, n);
-    v->type = MX_TOML_BOOL;
-    return 0;
+    if (i < end && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < end && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t n = digits_at(s, i, end);
+        if (n == 0)
+            return false;
+        i += n;
+        exp = true;
+    }
+    return i == end && (frac || exp);
+}
+
+/* 1979-05-27... or 07:32... */
+static bool is_date_shape(const char *s, size_t i, size_t end)
+{
+    if (digits_at(s, i, end) == 4 && i + 7 < end && s[i + 4] == '-' &&
+        digits_at(s, i + 5, end) == 2 && s[i + 7] == '-')
+        return true;
+    return digits_at(s, i, end) == 2 && i + 4 < end && s[i + 2] == ':' &&
+           digits_at(s, i + 3, end) == 2;
+}
+
+/* Whether a message may quote |n| bytes at |s| back as "...": printable
+ * ASCII that stays one basic string once quoted. */
+static bool is_showable(const char *s, size_t n)
+{
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            return false;
+    }
+    return true;
+}
+
+/*
+ * A string written without quotes. The value is quoted back only when the
+ * model says its key never holds a secret (mx_toml_show_cb): the parser
+ * alone cannot tell a token from an address.
+ */
+static int need_quotes(struct parser *ps, size_t end, bool in_array)
+{
+    const char *w = ps->p + ps->pos;
+    int n = (int)(end - ps->pos);
+    bool show = ps->may_show && ps->may_show(ps->cur->name, ps->key) && is_showable(w, (size_t)n);
+    if (in_array && show)
+        return fail_here(ps, "strings need double quotes, also in arrays: write \"%.*s\"", n, w);
+    if (in_array)
+        return fail_here(
+            ps, "strings need double quotes, also in arrays: write %s = [\"...\", ...]", ps->key);
+    if (show)
+        return fail_here(ps, "strings need double quotes: write %s = \"%.*s\"", ps->key, n, w);
+    return fail_here(ps, "strings need double quotes: write %s = \"...\"", ps->key);
+}
+
+/*
+ * A value that starts like a number. Decimal integers are values; what TOML
+ * reads as a float, date, time or another base is named; anything else
+ * (an address, "30s") is a string without its quotes (returns 1).
+ */
+static int parse_number(struct parser *ps, struct mx_toml_value *v, size_t end)
+{
+    int line = ps->line, col = ps->col;
+    size_t start = ps->pos;
+    const char *s = ps->p;
+    char buf[32];
+
+    size_t first = start;
+    if (s[first] == '+' || s[first] == '-')
+        first++;
+    size_t digits = digits_at(s, first, end), i = first + digits;
+    const char *why = NULL;
+    size_t at = i;
+    if (first == end) {
+        adv_n(ps, first - start);
+        return fail_here(ps, "expected a digit, found %s", describe(ps, buf, sizeof(buf)));
+    }
+    if (i == end) {
+        if (digits > 1 && s[first] == '0') {
+            adv_n(ps, first - start);
+            return fail_here(ps, "leading zeros are not allowed in integers");
+        }
+        if (mx_num_parse(s + start, end - start, INT64_MIN, INT64_MAX, &v->i) != 0)
+            return fail_at(ps, line, col, "integer out of range (must fit in 64 bits)");
+        adv_n(ps, end - start);
+        v->type = MX_TOML_INT;
+        return 0;
+    }
+    if (is_float_shape(s, first, end)) {
+        why = "floats are not supported";
+    } else if (is_date_shape(s, first, end)) {
+        why = "dates and times are not supported";
+    } else if (digits == 1 && s[first] == '0' && (s[i] == 'x' || s[i] == 'o' || s[i] == 'b')) {
+        why = "only decimal integers are supported";
+    } else if (digits > 0 && s[i] == '_') {
+        size_t k = i;
+        while (k < end && (is_digit((unsigned char)s[k]) || s[k] == '_'))
+            k++;
+        if (k == end)
+            why = "underscores in integers are not supported";
+    }
+    if (why == NULL)
+        return 1;
+    adv_n(ps, at - start);
+    return fail_here(ps, "%s", why);
+}
+
+/* true, false, a number, or a string that lost its quotes. */
+static int parse_bare(struct parser *ps, struct mx_toml_value *v, bool in_array)
+{
+    size_t end = bare_end(ps), n = end - ps->pos;
+    const char *w = ps->p + ps->pos;
+    size_t sign = (w[0] == '+' || w[0] == '-') ? 1 : 0;
+
+    if ((n == 4 && memcmp(w, "true", 4) == 0) || (n == 5 && memcmp(w, "false", 5) == 0)) {
+        v->b = n == 4;
+        v->type = MX_TOML_BOOL;
+        adv_n(ps, n);
+        return 0;
+    }
+    if (n == sign + 3 && (memcmp(w + sign, "inf", 3) == 0 || memcmp(w + sign, "nan", 3) == 0)) {
+        adv_n(ps, sign);
+        return fail_here(ps, "floats are not supported");
+    }
+    if (is_digit((unsigned char)w[sign]) || (w[sign] == '.' && is_digit(peek_at(ps, sign + 1))) ||
+        n == sign) {
+        int rc = parse_number(ps, v, end);
+        if (rc <= 0)
+            return rc;
+    }
+    if (in_array) {
+        /* an array left open runs into the next line's key */
+        size_t k = 0;
+        while (k < n && is_key_char((unsigned char)w[k]))
+            k++;
+        size_t after = end;
+        while (after < ps->len && (ps->p[after] == ' ' || ps->p[after] == '\t'))
+            after++;
+        if (k == n && after < ps->len && ps->p[after] == '=')
+            return fail_here(ps,
+                             "key '%.*s' inside an array: close the array opened at line %d "
+                             "with ']'",
+                             (int)n, w, ps->array_line);
+    }
+    return need_quotes(ps, end, in_array);
 }
 
 static int parse_value(struct parser *ps, struct mx_toml_value *v, bool in_array);
@@ -590,6 +700,7 @@ static int parse_array(struct parser *ps, struct mx_toml_value *v)
     bool closed;
     int rc;
 
+    ps->array_line = open_line;
     adv(ps);
     for (;;) {
         rc = array_skip(ps, open_line, open_col, &closed);
@@ -667,12 +778,10 @@ static int parse_value(struct parser *ps, struct mx_toml_value *v, bool in_array
     }
     if (c == '{')
         return fail_here(ps, "inline tables are not supported; use a [table] header");
-    if (is_digit(c) || c == '+' || c == '-')
-        return parse_int(ps, v);
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-        return parse_word(ps, v);
     if (!in_array && (c == -1 || c == '#' || c == '\n' || c == '\r'))
         return fail_here(ps, "missing value after '='");
+    if (c > 0x20 && c != 0x7f && c != ',' && c != ']' && c != '=' && c != '}' && c != '#')
+        return parse_bare(ps, v, in_array);
     return fail_here(ps, "expected a value, found %s", describe(ps, buf, sizeof(buf)));
 }
 
@@ -708,6 +817,7 @@ static int parse_keyval(struct parser *ps)
     }
     skip_ws(ps);
     memset(&v, 0, sizeof(v));
+    ps->key = key;
     rc = parse_value(ps, &v, false);
     if (rc)
         goto fail;
@@ -836,6 +946,12 @@ out:
 int mx_toml_parse(const char *file, const char *text, size_t len, struct mx_toml_table **out,
                   struct mx_diag *diag)
 {
+    return mx_toml_parse_shown(file, text, len, NULL, out, diag);
+}
+
+int mx_toml_parse_shown(const char *file, const char *text, size_t len, mx_toml_show_cb may_show,
+                        struct mx_toml_table **out, struct mx_diag *diag)
+{
     struct parser ps;
     char buf[32];
     int rc = 0;
@@ -852,6 +968,7 @@ int mx_toml_parse(const char *file, const char *text, size_t len, struct mx_toml
     ps.line = 1;
     ps.col = 1;
     ps.diag = diag;
+    ps.may_show = may_show;
     ps.root = table_new("");
     ps.cur = ps.root;
     /* A UTF-8 byte order mark is allowed by TOML 1.0 and invisible to editors. */

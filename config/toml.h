@@ -69,10 +69,25 @@ struct mx_toml_table {
  * Returns 0 and |*out| (free with mx_toml_free), MX_ELIMIT when |len| exceeds
  * MX_TOML_MAX_INPUT or another cap is reached, or MX_EINVAL; |diag| then
  * holds the 1-based line and column (in characters) of the offending
- * character. Messages quote keys and table names, never string values.
+ * character. Messages quote keys and table names, never values.
  */
 int mx_toml_parse(const char *file, const char *text, size_t len, struct mx_toml_table **out,
                   struct mx_diag *diag);
+
+/*
+ * Whether a message may quote back the value written for |key| in the
+ * table |table| (its dotted name, "" for the root): false for every key
+ * that may hold a secret, and for keys the caller does not know.
+ */
+typedef bool (*mx_toml_show_cb)(const char *table, const char *key);
+
+/*
+ * mx_toml_parse, where a string written without its quotes
+ * (address = 127.0.0.1:8443) is quoted back in the message when |may_show|
+ * (may be NULL: never) allows it for its key.
+ */
+int mx_toml_parse_shown(const char *file, const char *text, size_t len, mx_toml_show_cb may_show,
+                        struct mx_toml_table **out, struct mx_diag *diag);
 
 /* Frees the tree; accepts NULL. */
 void mx_toml_free(struct mx_toml_table *t);

@@ -35,6 +35,8 @@ const char *mx_strerror(int err)
         return "connection closed";
     case MX_EEXIST:
         return "already exists";
+    case MX_ENOTTLS:
+        return "plain text where TLS was expected";
     default:
         return "unknown error";
     }

@@ -21,6 +21,7 @@ enum mx_err {
     MX_EPERM = -11,     /* refused by policy (file mode, owner, origin) */
     MX_ECLOSED = -12,   /* the other side went away */
     MX_EEXIST = -13,    /* already exists */
+    MX_ENOTTLS = -14,   /* plain text came where a TLS handshake was due */
 };
 
 /* A fixed English string for |err|; never NULL. */

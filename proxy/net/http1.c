@@ -285,6 +285,11 @@ static int on_headers_complete(http_parser *p)
         h->error_status = 505;
         return -1;
     }
+    /* plain HTTP on the TLS port: the head is read, the answer is 400 */
+    if (c->not_tls) {
+        h->error_status = 400;
+        return -1;
+    }
     mx_req_finish_head(req);
     h->keep_alive = http_should_keep_alive(p) != 0;
     /* max_requests_per_connection: this answer says Connection: close. */
@@ -351,6 +356,14 @@ static void parse_input(struct mx_conn *c)
         http_parser_pause(&h->parser, 0);
         h->dispatched = true;
         mx_conn_dispatch(c, h->req);
+        return;
+    }
+    if (e != HPE_OK && c->not_tls) {
+        char where[80], msg[128];
+        mx_conn_local_name(c, where, sizeof(where));
+        snprintf(msg, sizeof(msg), "plain HTTP sent to an HTTPS port: use https://%s%s", where,
+                 where[0] ? "/" : "");
+        simple_response(c, 400, msg);
         return;
     }
     if (e != HPE_OK) {

@@ -100,6 +100,25 @@ const struct mx_httpd_opts *mx_conn_opts(const struct mx_conn *c)
     return &c->srv->opts;
 }
 
+void mx_conn_local_name(const struct mx_conn *c, char *out, size_t cap)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "";
+    out[0] = '\0';
+    if (getsockname(c->x->fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        snprintf(out, cap, "[%s]:%d", host, ntohs(a->sin6_port));
+    } else if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        snprintf(out, cap, "%s:%d", host, ntohs(a->sin_port));
+    }
+}
+
 void mx_conn_dispatch(struct mx_conn *c, struct mx_req *req)
 {
     c->srv->on_request(req, c->srv->data);
@@ -506,11 +525,34 @@ static void do_read(struct mx_conn *c)
     mx_ev_soon(c->loop, &c->kick);
 }
 
+/*
+ * Plain HTTP came to a TLS listener: the socket moves to a plain transport
+ * and HTTP/1.1, which answers every request with 400 and a lingering close
+ * (http1.c), so the peer reads why instead of a reset.
+ */
+static void answer_in_plain(struct mx_conn *c)
+{
+    int fd = c->x->fd;
+    mx_log_debug("http", "conn#%lu from %s: %s; answering 400", c->id, c->peer,
+                 c->x->ops->error(c->x));
+    c->x->fd = -1; /* the socket is the new transport's now */
+    c->x->ops->free(c->x);
+    c->x = mx_xprt_plain_new(NULL, fd);
+    c->not_tls = true;
+    attach(c, &mx_http1_proto);
+    do_read(c);
+    update_io(c);
+}
+
 static void do_handshake(struct mx_conn *c)
 {
     int rc = c->x->ops->handshake(c->x);
     if (rc == MX_EAGAIN) {
         update_io(c);
+        return;
+    }
+    if (rc == MX_ENOTTLS) {
+        answer_in_plain(c);
         return;
     }
     if (rc < 0) {

@@ -87,10 +87,14 @@ struct mx_conn {
     bool close_after; /* close once the output is written */
     bool eof;         /* the peer ended its side */
     bool linger;      /* mx_conn_linger_close(): linger once the output is written */
+    bool not_tls;     /* plain HTTP came to a TLS listener: every answer is 400 */
     int in_call;      /* depth of handler calls into the front end */
 };
 
 const char *mx_conn_state_name(enum mx_conn_state st);
+
+/* "127.0.0.1:8443" or "[::1]:8443": the address the peer connected to, or "". */
+void mx_conn_local_name(const struct mx_conn *c, char *out, size_t cap);
 
 /* Server-wide values a front end needs. */
 const struct mx_httpd_opts *mx_conn_opts(const struct mx_conn *c);

@@ -42,6 +42,7 @@ struct tls_xprt {
     unsigned rd_want; /* events the pending handshake/read waits for */
     unsigned wr_want; /* events the pending write waits for */
     bool broken;      /* a fatal error happened: no close_notify */
+    bool sniffed;     /* the first byte was seen to start a TLS record */
     char err[256];
 };
 
@@ -211,9 +212,45 @@ static int map_ssl(struct tls_xprt *x, int ret, unsigned *want, bool eof_is_zero
     }
 }
 
+/*
+ * Whether the first byte the peer sent starts a TLS handshake record (RFC
+ * 8446 §5.1: content type 22). An ASCII capital is an HTTP method: plain
+ * HTTP sent to this port, which the caller answers in plain HTTP (as nginx
+ * does) rather than resetting. Anything else goes to OpenSSL as before.
+ * Peeked, so OpenSSL still reads every byte. Returns 0, MX_EAGAIN,
+ * MX_ENOTTLS or MX_ECLOSED.
+ */
+static int sniff_record(struct tls_xprt *x)
+{
+    unsigned char b;
+    ssize_t n = recv(x->base.fd, &b, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        x->rd_want = MX_XPRT_READ;
+        return MX_EAGAIN;
+    }
+    if (n <= 0) {
+        snprintf(x->err, sizeof(x->err), "TLS handshake failed: %s",
+                 n == 0 ? "connection closed" : strerror(errno));
+        x->broken = true;
+        return MX_ECLOSED;
+    }
+    if (b >= 'A' && b <= 'Z') {
+        snprintf(x->err, sizeof(x->err), "plain HTTP sent to the TLS port");
+        x->broken = true;
+        return MX_ENOTTLS;
+    }
+    x->sniffed = true;
+    return 0;
+}
+
 static int tls_handshake(struct mx_xprt *base)
 {
     struct tls_xprt *x = mx_container_of(base, struct tls_xprt, base);
+    if (!x->sniffed) {
+        int rc = sniff_record(x);
+        if (rc)
+            return rc;
+    }
     ERR_clear_error();
     int ret = SSL_do_handshake(x->ssl);
     if (ret == 1)

@@ -28,7 +28,9 @@ struct mx_xprt_ops {
     bool holds_input;
     /*
      * Advance the handshake (plain: nothing to do). Returns 0 when done,
-     * MX_EAGAIN (then wait for the events wants(x, MX_XPRT_READ) names), or
+     * MX_EAGAIN (then wait for the events wants(x, MX_XPRT_READ) names),
+     * MX_ENOTTLS when the peer sent plain text instead (nothing of it was
+     * read: the socket may be handed to a plain transport to answer it), or
      * MX_EPROTO / MX_ECLOSED / MX_EIO when the connection is unusable.
      */
     int (*handshake)(struct mx_xprt *x);

@@ -20,6 +20,7 @@
 #include "certs.h"
 #include "child.h"
 #include "cmd.h"
+#include "cmd_status.h"
 #include "cmdline.h"
 #include "gateway.h"
 #include "log.h"
@@ -121,6 +122,8 @@ static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
     }
     if (!s->level_from_flag)
         mx_log_set_level(cfg->proxy.log_level ? level : MX_LOG_INFO);
+    if (mx_config_warning(cfg))
+        mx_log_warn("serve", "%s: %s", cfg->path, mx_config_warning(cfg));
     mx_gateway_reload(s->gw, cfg, msg, sizeof(msg));
 }
 
@@ -197,6 +200,26 @@ static bool is_loopback_address(const char *addr)
            strncmp(addr, "localhost:", 10) == 0;
 }
 
+/* 0 when [listen] looks free; else 1 after saying who holds it and what to do. */
+static int refuse_taken_port(const struct mx_config *cfg)
+{
+    long pid = 0;
+    switch (mx_status_port_owner(cfg, &pid)) {
+    case MX_PORT_FREE:
+        return 0;
+    case MX_PORT_MCPLEX:
+        fprintf(stderr,
+                "mcplex (pid %ld) already serves %s; use `mcplex reload` or `mcplex status`\n", pid,
+                cfg->listen.address);
+        return 1;
+    case MX_PORT_OTHER:
+        break;
+    }
+    fprintf(stderr, "mcplex: %s is in use by another program; choose another [listen] address\n",
+            cfg->listen.address);
+    return 1;
+}
+
 struct serve_opts {
     struct mx_cmdline_run run;
     const char *port_file;
@@ -248,20 +271,19 @@ int mx_cmd_serve(int argc, char **argv)
         mx_config_free(cfg);
         return 1;
     }
-    if (mx_cmdline_secrets(cfg, "serve") != 0) {
-        mx_config_free(cfg);
-        return 1;
-    }
-
-    if (mx_cmdline_state_dir(cfg) != 0) {
-        mx_config_free(cfg);
-        return 1;
-    }
-    signal(SIGPIPE, SIG_IGN);
     if (mx_cmdline_curl_init() != 0) {
         mx_config_free(cfg);
         return 1;
     }
+    /* Before secrets are resolved (a cmd: source may take its time): a
+     * second serve of the same config learns at once that one runs. */
+    if (refuse_taken_port(cfg) != 0 || mx_cmdline_secrets(cfg, "serve") != 0 ||
+        mx_cmdline_state_dir(cfg) != 0) {
+        mx_config_free(cfg);
+        curl_global_cleanup();
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
     struct mx_tls *tls = NULL;
     if (cfg->listen.tls && (tls = tls_setup(cfg)) == NULL) {
         mx_config_free(cfg);
@@ -298,6 +320,9 @@ int mx_cmd_serve(int argc, char **argv)
     for (size_t i = 0; i < s.gw->upstream_cnt; i++)
         mx_log_info("serve", "  %s://%.*s:%d/mcp/%s -> %s", scheme, (int)(colon - a), a, s.gw->port,
                     s.gw->upstreams[i]->cfg->name, s.gw->upstreams[i]->host);
+    /* Serving nothing is allowed (servers may come with a reload), not silent. */
+    if (mx_config_warning(cfg))
+        mx_log_warn("serve", "%s: %s", cfg->path, mx_config_warning(cfg));
     /* Not in JSON lines: every line on stderr must parse for a collector. */
     if (s.gw->upstream_cnt && mx_log_enabled(MX_LOG_INFO) && mx_log_get_format() == MX_LOG_TEXT) {
         /* A ready snippet for the merged endpoint; the client token, if any,

@@ -26,6 +26,7 @@
 
 #define HEALTH_CAP        (4 * 1024 * 1024)
 #define STATUS_TIMEOUT_MS 5000L
+#define PROBE_TIMEOUT_MS  1500L /* serve asking who holds its port */
 #define NAME_COL_MAX      32
 
 static void usage(FILE *f)
@@ -269,26 +270,36 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
     return mx_buf_append(b, p, size * nmemb) == 0 ? size * nmemb : 0;
 }
 
-/* GET |t->url|. Returns 0 with the body in |out|, or 1 after printing why. */
-static int fetch(const struct target *t, struct mx_buf *out)
+/* A GET of |url| into |out|, errors into |err| (CURL_ERROR_SIZE); NULL
+ * when libcurl cannot make a handle. */
+static CURL *health_get(const char *url, struct mx_buf *out, char *err)
 {
-    char err[CURL_ERROR_SIZE] = "";
-    long status = 0;
     CURL *c = curl_easy_init();
-    if (c == NULL) {
-        fprintf(stderr, "mcplex: cannot initialise libcurl\n");
-        return 1;
-    }
-    curl_easy_setopt(c, CURLOPT_URL, t->url);
+    if (c == NULL)
+        return NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     /* a proxy from the environment must not stand between us and loopback */
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mcplex-status/" MX_VERSION);
+    return c;
+}
+
+/* GET |t->url|. Returns 0 with the body in |out|, or 1 after printing why. */
+static int fetch(const struct target *t, struct mx_buf *out)
+{
+    char err[CURL_ERROR_SIZE] = "";
+    long status = 0;
+    CURL *c = health_get(t->url, out, err);
+    if (c == NULL) {
+        fprintf(stderr, "mcplex: cannot initialise libcurl\n");
+        return 1;
+    }
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
     if (t->ca_file)
         curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
     CURLcode rc = curl_easy_perform(c);
@@ -344,6 +355,79 @@ json_t *mx_status_fetch(const struct mx_status_where *w)
     mx_buf_clear(&body);
     target_clear(&t);
     return h;
+}
+
+/*
+ * One quiet look at GET |base|/health: MX_PORT_MCPLEX with *|pid| when an
+ * mcplex answered, MX_PORT_FREE when nothing took the connection, else
+ * MX_PORT_OTHER, with *|answered| false when nothing came back in time.
+ */
+static enum mx_port_owner probe_once(const char *base, long *pid, bool *answered)
+{
+    char err[CURL_ERROR_SIZE] = "";
+    long status = 0;
+    struct mx_buf body;
+    enum mx_port_owner who = MX_PORT_OTHER;
+    char *url = mx_xasprintf("%s/health", base);
+    mx_buf_init(&body, HEALTH_CAP);
+    *answered = false;
+    CURL *c = health_get(url, &body, err);
+    if (c == NULL)
+        goto out;
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, PROBE_TIMEOUT_MS / 2);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, PROBE_TIMEOUT_MS);
+    /* Only the pid is read, and nothing is sent but the path: whoever holds
+     * the port need not prove who it is, so any certificate will do (the
+     * running gateway may use another state dir's CA). */
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (rc == CURLE_COULDNT_CONNECT) {
+        who = MX_PORT_FREE;
+        goto out;
+    }
+    *answered = rc != CURLE_OPERATION_TIMEDOUT;
+    if (rc != CURLE_OK || status != 200)
+        goto out;
+    json_t *h = json_loadb(mx_buf_data(&body), mx_buf_len(&body), JSON_REJECT_DUPLICATES, NULL);
+    const json_t *jpid = json_object_get(h, "pid");
+    if (json_is_integer(jpid) && json_integer_value(jpid) > 0 &&
+        json_is_string(json_object_get(h, "version")) &&
+        json_is_object(json_object_get(h, "listen"))) {
+        *pid = (long)json_integer_value(jpid);
+        who = MX_PORT_MCPLEX;
+    }
+    json_decref(h);
+out:
+    mx_buf_clear(&body);
+    free(url);
+    return who;
+}
+
+enum mx_port_owner mx_status_port_owner(const struct mx_config *cfg, long *pid)
+{
+    const char *colon = strrchr(cfg->listen.address, ':');
+    int64_t port = 0;
+    char *base = NULL, *ca = NULL;
+    bool answered;
+    *pid = 0;
+    if (colon == NULL || mx_num_parse(colon + 1, strlen(colon + 1), 0, 65535, &port) != 0 ||
+        port == 0 || mx_status_gateway_base(cfg, &base, &ca) != 0)
+        return MX_PORT_FREE; /* any port will do, or nothing to ask */
+    enum mx_port_owner who = probe_once(base, pid, &answered);
+    if (who == MX_PORT_OTHER && answered) {
+        /* a gateway of another config may speak the other scheme */
+        bool tls = strncmp(base, "https:", 6) == 0;
+        char *other = mx_xasprintf("%s%s", tls ? "http" : "https", base + (tls ? 5 : 4));
+        if (probe_once(other, pid, &answered) == MX_PORT_MCPLEX)
+            who = MX_PORT_MCPLEX;
+        free(other);
+    }
+    free(base);
+    free(ca);
+    return who;
 }
 
 int mx_status_where_opt(int ch, const char *arg, void *data)

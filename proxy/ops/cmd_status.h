@@ -56,6 +56,20 @@ json_t *mx_status_fetch(const struct mx_status_where *w);
 
 int mx_cmd_reload(int argc, char **argv);
 
+enum mx_port_owner {
+    MX_PORT_FREE = 0,   /* nothing accepts there (or the port is 0: any) */
+    MX_PORT_MCPLEX = 1, /* an mcplex answered /health there */
+    MX_PORT_OTHER = 2,  /* something else accepts connections there */
+};
+
+/*
+ * Who holds the [listen] address of |cfg|, asked before `serve` binds it:
+ * one GET /health there (the config's scheme, then the other one), within
+ * about 3 s even when the holder never answers. For MX_PORT_MCPLEX, *|pid|
+ * is the process its /health names. The caller has initialised libcurl.
+ */
+enum mx_port_owner mx_status_port_owner(const struct mx_config *cfg, long *pid);
+
 /*
  * The base URL ("https://127.0.0.1:8443", no path) of the gateway that
  * [listen] of |cfg| describes (a wildcard bind is asked on loopback), and in

@@ -11,11 +11,13 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "gateway.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "rpc.h"
+#include "suggest.h"
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 {
@@ -79,6 +81,77 @@ static void preflight(struct mx_req *req)
     mx_req_respond(req, 204, h, sizeof(h) / sizeof(h[0]), NULL, NULL, 0);
 }
 
+static bool is_server_name(struct mx_str s)
+{
+    if (s.len == 0 || s.len > 32)
+        return false;
+    for (size_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * /mcp/<name> for a name no server has: 404 with a JSON-RPC error (id null:
+ * the body was not read) that lists the servers' names, and the nearest one
+ * when |name| looks like a slip. Names only: never a URL, which may carry a
+ * key. The guard has run, so a client token already gates this list.
+ */
+static void no_such_server(struct mx_gateway *gw, struct mx_req *req, struct mx_str name)
+{
+    const char *names[MX_GATEWAY_MAX_SLOTS];
+    size_t cnt = 0;
+    json_t *list = json_array();
+    struct mx_buf msg;
+    for (size_t i = 0; i < gw->upstream_cnt && cnt < MX_GATEWAY_MAX_SLOTS; i++) {
+        if (gw->upstreams[i]->retired)
+            continue;
+        names[cnt++] = gw->upstreams[i]->cfg->name;
+        json_array_append_new(list, json_string(gw->upstreams[i]->cfg->name));
+    }
+    /* 256 names of 32 characters and the sentences around them */
+    mx_buf_init(&msg, 16 * 1024);
+    bool shown = is_server_name(name);
+    int near = shown ? mx_suggest(name, names, cnt) : -1;
+    int rc = 0;
+    if (shown) {
+        rc |= mx_buf_append_str(&msg, "no server '");
+        rc |= mx_buf_append(&msg, name.p, name.len);
+        rc |= mx_buf_append_str(&msg, "'");
+    } else {
+        rc |= mx_buf_append_str(&msg, "no such server");
+    }
+    if (cnt == 0) {
+        rc |= mx_buf_append_str(&msg, ": none is configured; add a [servers.NAME] table to the "
+                                      "config");
+    } else {
+        if (near >= 0) {
+            rc |= mx_buf_append_str(&msg, "; did you mean /mcp/");
+            rc |= mx_buf_append_str(&msg, names[near]);
+            rc |= mx_buf_append_str(&msg, "? The configured servers are: ");
+        } else {
+            rc |= mx_buf_append_str(&msg, "; the configured servers are: ");
+        }
+        for (size_t i = 0; i < cnt; i++) {
+            rc |= mx_buf_append_str(&msg, i ? ", " : "");
+            rc |= mx_buf_append_str(&msg, names[i]);
+        }
+        rc |= mx_buf_append_str(&msg, " (all of them at /mcp)");
+    }
+    rc |= mx_buf_append(&msg, "", 1);
+    MX_ASSERT(rc == 0); /* the cap holds every name a gateway can have */
+    json_t *e = mx_rpc_error_new(json_null(), MX_RPC_INVALID_REQUEST, mx_buf_data(&msg),
+                                 json_pack("{s:o}", "servers", list));
+    char *body = mx_rpc_dump(e);
+    json_decref(e);
+    mx_buf_clear(&msg);
+    mx_req_respond(req, 404, NULL, 0, "application/json", body, strlen(body));
+    free(body);
+}
+
 static void on_request(struct mx_req *req, void *data)
 {
     struct mx_gateway *gw = data;
@@ -124,7 +197,7 @@ static void on_request(struct mx_req *req, void *data)
         struct mx_str name = mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len);
         struct mx_upstream *up = mx_gateway_upstream(gw, name);
         if (up == NULL) {
-            mx_gateway_error(req, 404, "no such server under /mcp/<server>");
+            no_such_server(gw, req, name);
             return;
         }
         mx_mcp_serve_one(gw->mcp, up, req);

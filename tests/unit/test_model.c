@@ -561,6 +561,114 @@ static void test_model_errors_have_positions(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Errors that teach, each asserted verbatim with its file:line:col: the
+ * nearest known key or table, the section a key belongs in, and the quotes a
+ * bare value needs (quoted back only where the key never holds a secret). */
+static const struct {
+    const char *in;
+    const char *want;
+} teach_cases[] = {
+    {"[listen]\nadress = \"127.0.0.1:8443\"\n",
+     "m.toml:2:1: unknown key 'adress' in [listen]; did you mean 'address'?"},
+    {"[proxy]\n\n  valut = \"x\"\n",
+     "m.toml:3:3: unknown key 'valut' in [proxy]; did you mean 'vault'?"},
+    {SRV URL "secert = \"env:X\"\n",
+     "m.toml:3:1: unknown key 'secert' in [servers.a]; did you mean 'secret'?"},
+    {SRV URL "max_concurency = 4\n",
+     "m.toml:3:1: unknown key 'max_concurency' in [servers.a]; did you mean 'max_concurrency'?"},
+    {SRV URL "token = \"x\"\n", "m.toml:3:1: unknown key 'token' in [servers.a]"},
+    {"[proxy]\ntls = false\n",
+     "m.toml:2:1: unknown key 'tls' in [proxy]; 'tls' belongs in [listen]"},
+    {"[listen]\nurl = \"http://127.0.0.1:1/\"\n",
+     "m.toml:2:1: unknown key 'url' in [listen]; 'url' belongs in [servers.NAME]"},
+    {"adress = \"127.0.0.1:1\"\n",
+     "m.toml:1:1: unknown key 'adress' outside any table; did you mean 'address' in [listen]?"},
+    {"trace = \"t.jsonl\"\n",
+     "m.toml:1:1: unknown key 'trace' outside any table; 'trace' belongs in [proxy]"},
+    {"foo = 1\n", "m.toml:1:1: unknown key 'foo' outside any table; keys go under [listen], "
+                  "[proxy] or [servers.NAME]"},
+    {"[lisen]\n", "m.toml:1:2: unknown table [lisen]; did you mean [listen]?"},
+    {"[Proxy]\n", "m.toml:1:2: unknown table [Proxy]; did you mean [proxy]?"},
+    {"[server.files]\n" URL,
+     "m.toml:1:2: unknown table [server.files]; did you mean [servers.files]?"},
+    {"[upstreams]\n", "m.toml:1:2: unknown table [upstreams]; expected [listen], [proxy] or "
+                      "[servers.NAME]"},
+    /* values that need quotes */
+    {"[listen]\naddress = 127.0.0.1:8443\n",
+     "m.toml:2:11: strings need double quotes: write address = \"127.0.0.1:8443\""},
+    {SRV URL "transport = http\n",
+     "m.toml:3:13: strings need double quotes: write transport = \"http\""},
+    {"[proxy]\nidle_close = 30s\n",
+     "m.toml:2:14: strings need double quotes: write idle_close = \"30s\""},
+    {"[proxy]\ntrace = ~/t.jsonl\n",
+     "m.toml:2:9: strings need double quotes: write trace = \"~/t.jsonl\""},
+    {SRV URL "tools = [\"a\", read_file]\n",
+     "m.toml:3:15: strings need double quotes, also in arrays: write \"read_file\""},
+    {SRV "url = https://x.example/mcp\n",
+     "m.toml:2:7: strings need double quotes: write url = \"...\""},
+    {SRV "command = [node, \"s.js\"]\n",
+     "m.toml:2:12: strings need double quotes, also in arrays: write command = [\"...\", ...]"},
+    {"[listen]\nadress = 127.0.0.1:8443\n",
+     "m.toml:2:10: strings need double quotes: write adress = \"...\""},
+    /* numbers stay numbers */
+    {"[proxy]\npage_size = 1.5\n", "m.toml:2:14: floats are not supported"},
+    {"[proxy]\npage_size = \"50\"\n", "m.toml:2:13: 'page_size' must be an integer, not a string"},
+};
+
+static void test_model_errors_teach(void **state)
+{
+    int bad = 0;
+    char got[1024];
+    (void)state;
+    for (size_t i = 0; i < sizeof(teach_cases) / sizeof(teach_cases[0]); i++) {
+        struct mx_config *cfg = NULL;
+        struct mx_diag d;
+        memset(&d, 0, sizeof(d));
+        int rc = mx_config_parse("m.toml", teach_cases[i].in, strlen(teach_cases[i].in), &cfg, &d);
+        mx_diag_format(&d, got, sizeof(got));
+        if (rc != MX_EINVAL || strcmp(got, teach_cases[i].want) != 0) {
+            print_error("case %zu: rc %d\n  got  %s\n  want %s\n", i, rc, got, teach_cases[i].want);
+            bad++;
+        }
+        mx_config_free(cfg);
+    }
+    assert_int_equal(bad, 0);
+    struct mx_config *cfg = parse_ok("[proxy]\npage_size = 50\nname_budget = +64\n");
+    assert_int_equal(cfg->proxy.page_size, 50);
+    assert_int_equal(cfg->proxy.name_budget, 64);
+    mx_config_free(cfg);
+}
+
+/* A bare value where a secret belongs is never quoted back: the parser
+ * does not know the key's meaning, the model says which keys may be shown. */
+static void test_model_bare_secret_not_quoted(void **state)
+{
+    static const struct {
+        const char *pre, *post;
+    } cases[] = {
+        {"[listen]\nclient_token = ", "\n"},
+        {SRV URL "secret = ", "\n"},
+        {SRV "url = https://u:", "@x.example/\n"},
+        {SRV "command = [\"x\"]\nenv = [K=", "]\n"},
+        {SRV URL "wake = cmd:", "\n"},
+        {SRV URL "tokn = ", "\n"},
+        {"tokn = ", "\n"},
+    };
+    char canary[33], text[256];
+    (void)state;
+    mx_rand_hex(canary, sizeof(canary));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_config *cfg = NULL;
+        struct mx_diag d;
+        memset(&d, 0, sizeof(d));
+        /* "k" first: an all-digit canary would read as an integer */
+        snprintf(text, sizeof(text), "%sk%s%s", cases[i].pre, canary, cases[i].post);
+        assert_int_equal(mx_config_parse("t.toml", text, strlen(text), &cfg, &d), MX_EINVAL);
+        if (strstr(d.msg, canary) || strstr(d.msg, "strings need double quotes") == NULL)
+            fail_msg("case %zu: %d:%d %s", i, d.line, d.col, d.msg);
+    }
+}
+
 static void test_model_path_expand(void **state)
 {
     (void)state;
@@ -898,6 +1006,36 @@ static void test_model_check_command(void **state)
     assert_non_null(strstr(out, "/nonexistent/mcplex.toml: cannot read config"));
 }
 
+/* A config that gives mcplex nothing to serve is valid, and says what to add. */
+static void test_model_no_servers_warns(void **state)
+{
+    char out[8192], want[1024];
+    (void)state;
+    struct path path_p = tmp_path("empty.toml");
+    const char *path = path_p.s;
+
+    static const struct {
+        const char *text, *why;
+    } cases[] = {
+        {"# nothing yet\n", "the config is empty"},
+        {"[listen]\naddress = \"127.0.0.1:8443\"\n", "no [servers.NAME] table"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_file(path, cases[i].text, 0644);
+        assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+        snprintf(want, sizeof(want),
+                 "%s: warning: %s, so mcplex serves no upstream; add a server: [servers.NAME] "
+                 "with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])\n",
+                 path, cases[i].why);
+        if (strstr(out, want) == NULL)
+            fail_msg("got:\n%s", out);
+    }
+
+    write_file(path, "[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\n", 0644);
+    assert_int_equal(run_cmd(mx_cmd_check, out, sizeof(out), "check", "-c", path, NULL), 0);
+    assert_null(strstr(out, "warning"));
+}
+
 static int no_leaks(void **state)
 {
     (void)state;
@@ -915,12 +1053,15 @@ int main(void)
         cmocka_unit_test_teardown(test_model_every_key, no_leaks),
         cmocka_unit_test_teardown(test_model_servers_table_and_remote, no_leaks),
         cmocka_unit_test_teardown(test_model_errors_have_positions, no_leaks),
+        cmocka_unit_test_teardown(test_model_errors_teach, no_leaks),
+        cmocka_unit_test_teardown(test_model_bare_secret_not_quoted, no_leaks),
         cmocka_unit_test_teardown(test_model_path_expand, no_leaks),
         cmocka_unit_test_teardown(test_model_find, no_leaks),
         cmocka_unit_test_teardown(test_model_load, no_leaks),
         cmocka_unit_test_teardown(test_model_resolve_secrets, no_leaks),
         cmocka_unit_test_teardown(test_model_aggregate_keys, no_leaks),
         cmocka_unit_test_teardown(test_model_check_command, no_leaks),
+        cmocka_unit_test_teardown(test_model_no_servers_warns, no_leaks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

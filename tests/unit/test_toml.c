@@ -5,6 +5,7 @@
  * order and positions).
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,7 +64,7 @@ static const struct err_case err_cases[] = {
     {"key clashes with table", "[a.b]\n[a]\nb = 1\n", 3, 1,
      "duplicate key 'b', first defined at line 1"},
     /* integers */
-    {"bad integer", "a = 12abc\n", 1, 7, "invalid character 'a' in integer"},
+    {"bad integer", "a = 12abc\n", 1, 5, "strings need double quotes: write a = \"...\""},
     {"float", "a = 1.5\n", 1, 6, "floats are not supported"},
     {"exponent", "a = 1e3\n", 1, 6, "floats are not supported"},
     {"inf", "a = inf\n", 1, 5, "floats are not supported"},
@@ -77,10 +78,11 @@ static const struct err_case err_cases[] = {
     {"integer overflow", "a = 9223372036854775808\n", 1, 5, "integer out of range"},
     {"integer underflow", "a = -9223372036854775809\n", 1, 5, "integer out of range"},
     /* other values */
-    {"bare word", "a = yes\n", 1, 5, "invalid value 'yes'; strings need double quotes"},
-    {"capital True", "a = True\n", 1, 5, "invalid value 'True'"},
+    {"bare word", "a = yes\n", 1, 5, "strings need double quotes: write a = \"...\""},
+    {"capital True", "a = True\n", 1, 5, "strings need double quotes"},
     {"inline table", "a = {}\n", 1, 5, "inline tables are not supported"},
-    {"unexpected value char", "a = .5\n", 1, 5, "expected a value, found '.'"},
+    {"leading dot", "a = .5\n", 1, 5, "floats are not supported"},
+    {"unexpected value char", "a = =\n", 1, 5, "expected a value, found '='"},
     {"garbage after value", "a = 1 x\n", 1, 7, "unexpected 'x' after value"},
     {"garbage after string", "a = \"s\" \"t\"\n", 1, 9, "unexpected '\"' after value"},
     {"garbage after bool", "a = true false\n", 1, 10, "unexpected 'f' after value"},
@@ -96,7 +98,8 @@ static const struct err_case err_cases[] = {
     {"unterminated array", "a = [1, 2\n", 1, 5, "unterminated array"},
     {"unterminated empty array", "\na = [\n# c\n", 2, 5, "unterminated array"},
     {"missing comma", "a = [1 2]\n", 1, 8, "expected ',' or ']' after array item, found '2'"},
-    {"array runs into next key", "a = [1,\nb = 2\n", 2, 1, "invalid value 'b'"},
+    {"array runs into next key", "a = [1,\nb = 2\n", 2, 1,
+     "key 'b' inside an array: close the array opened at line 1 with ']'"},
     {"array missing close before key", "a = [1\nb = 2\n", 2, 1, "(array opened at line 1)"},
     {"double comma", "a = [1,,2]\n", 1, 8, "expected a value, found ','"},
     {"leading comma", "a = [,]\n", 1, 6, "expected a value, found ','"},
@@ -153,6 +156,74 @@ static struct mx_toml_table *parse_ok(const char *in)
     assert_int_equal(rc, 0);
     assert_non_null(t);
     return t;
+}
+
+static char shown_table[64], shown_key[64];
+
+/* Stands in for the model: values of "address" may be quoted back. */
+static bool may_show(const char *table, const char *key)
+{
+    snprintf(shown_table, sizeof(shown_table), "%s", table);
+    snprintf(shown_key, sizeof(shown_key), "%s", key);
+    return strcmp(key, "address") == 0;
+}
+
+/* A value without quotes: the message says so, verbatim, at the value;
+ * it quotes the value back only where |may_show| allows. */
+static void test_toml_bare_values_need_quotes(void **state)
+{
+    static const struct {
+        const char *in;
+        bool hook;
+        const char *want;
+    } cases[] = {
+        {"a = yes\n", false, "t.toml:1:5: strings need double quotes: write a = \"...\""},
+        {"address = 127.0.0.1:8443\n", false,
+         "t.toml:1:11: strings need double quotes: write address = \"...\""},
+        {"[listen]\naddress = 127.0.0.1:8443 # c\n", true,
+         "t.toml:2:11: strings need double quotes: write address = \"127.0.0.1:8443\""},
+        {"[l]\naddress = ab\"c\n", true,
+         "t.toml:2:11: strings need double quotes: write address = \"...\""},
+        {"[l]\naddress = [x, \"y\"]\n", true,
+         "t.toml:2:12: strings need double quotes, also in arrays: write \"x\""},
+        {"[l]\nother = [x]\n", true,
+         "t.toml:2:10: strings need double quotes, also in arrays: write other = [\"...\", ...]"},
+        {"t = http://127.0.0.1:1/mcp\n", true,
+         "t.toml:1:5: strings need double quotes: write t = \"...\""},
+        {"p = /tmp/x\n", false, "t.toml:1:5: strings need double quotes: write p = \"...\""},
+        {"d = 30s\n", false, "t.toml:1:5: strings need double quotes: write d = \"...\""},
+        /* what TOML gives another meaning keeps its message */
+        {"f = 1.5\n", false, "t.toml:1:6: floats are not supported"},
+        {"f = -2e10\n", false, "t.toml:1:7: floats are not supported"},
+        {"d = 1979-05-27\n", false, "t.toml:1:9: dates and times are not supported"},
+        {"t = 07:32:00\n", false, "t.toml:1:7: dates and times are not supported"},
+        {"t = 17:32:00\n", false, "t.toml:1:7: dates and times are not supported"},
+        {"h = 0xff\n", false, "t.toml:1:6: only decimal integers are supported"},
+        {"u = 1_000\n", false, "t.toml:1:6: underscores in integers are not supported"},
+    };
+    int bad = 0;
+    char got[1024];
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_toml_table *t = NULL;
+        struct mx_diag d;
+        memset(&d, 0, sizeof(d));
+        int rc = mx_toml_parse_shown("t.toml", cases[i].in, strlen(cases[i].in),
+                                     cases[i].hook ? may_show : NULL, &t, &d);
+        mx_diag_format(&d, got, sizeof(got));
+        if (rc != MX_EINVAL || t != NULL || strcmp(got, cases[i].want) != 0) {
+            print_error("case %zu: rc %d\n  got  %s\n  want %s\n", i, rc, got, cases[i].want);
+            bad++;
+        }
+        mx_toml_free(t);
+    }
+    assert_int_equal(bad, 0);
+    struct mx_toml_table *t = NULL;
+    struct mx_diag d;
+    const char *in = "[a.b]\nkey = bare\n";
+    assert_int_equal(mx_toml_parse_shown("t.toml", in, strlen(in), may_show, &t, &d), MX_EINVAL);
+    assert_string_equal(shown_table, "a.b");
+    assert_string_equal(shown_key, "key");
 }
 
 static void test_toml_nul_byte_is_an_error(void **state)
@@ -409,6 +480,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_toml_errors_have_positions, no_leaks),
+        cmocka_unit_test_teardown(test_toml_bare_values_need_quotes, no_leaks),
         cmocka_unit_test_teardown(test_toml_nul_byte_is_an_error, no_leaks),
         cmocka_unit_test_teardown(test_toml_input_cap, no_leaks),
         cmocka_unit_test_teardown(test_toml_depth_cap, no_leaks),
