@@ -61,6 +61,7 @@ struct ctx {
     const char *file;
     const char *dir; /* relative paths in the file are its */
     struct mx_diag *diag;
+    bool listen_only; /* [listen] and [proxy] alone (mx_config_load_listen) */
 };
 
 static int err_at(struct ctx *c, int line, int col, const char *fmt, ...)
@@ -1011,7 +1012,7 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
     const struct mx_toml_table *listen, *proxy, *servers;
     int rc;
 
-    for (size_t i = 0; i < root->cnt; i++) {
+    for (size_t i = 0; i < root->cnt && !c->listen_only; i++) {
         const struct mx_toml_entry *e = &root->entries[i];
         if (strcmp(e->key, "listen") == 0 || strcmp(e->key, "proxy") == 0 ||
             strcmp(e->key, "servers") == 0)
@@ -1035,7 +1036,7 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
         rc = walk(c, listen, listen_fields, NFIELDS(listen_fields), &cp->pub.listen);
     if (rc == 0)
         rc = finish_listen(c, listen, cp);
-    if (rc)
+    if (rc || c->listen_only)
         return rc;
     servers = section(c, root, "servers", &rc);
     if (rc == 0)
@@ -1043,11 +1044,11 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
     return rc;
 }
 
-int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
-                    struct mx_diag *diag)
+static int parse(const char *path, const char *text, size_t len, bool listen_only,
+                 struct mx_config **out, struct mx_diag *diag)
 {
     struct mx_toml_table *root;
-    struct ctx c = {path ? path : "<config>", NULL, diag};
+    struct ctx c = {path ? path : "<config>", NULL, diag, listen_only};
 
     *out = NULL;
     int rc = mx_toml_parse(c.file, text, len, &root, diag);
@@ -1070,7 +1071,13 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     return 0;
 }
 
-int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag)
+int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
+                    struct mx_diag *diag)
+{
+    return parse(path, text, len, false, out, diag);
+}
+
+static int load(const char *path, bool listen_only, struct mx_config **out, struct mx_diag *diag)
 {
     struct stat st;
     size_t cap = MX_TOML_MAX_INPUT + 1, len = 0;
@@ -1105,9 +1112,19 @@ int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *dia
             break; /* one byte over the cap: the parser reports the size */
     }
     close(fd);
-    int rc = mx_config_parse(path, buf, len, out, diag);
+    int rc = parse(path, buf, len, listen_only, out, diag);
     free(buf);
     return rc;
+}
+
+int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag)
+{
+    return load(path, false, out, diag);
+}
+
+int mx_config_load_listen(const char *path, struct mx_config **out, struct mx_diag *diag)
+{
+    return load(path, true, out, diag);
 }
 
 /* pub is the first member (C11 6.7.2.1p15), so the pointers convert. */

@@ -141,6 +141,14 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
 int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag);
 
 /*
+ * mx_config_load of [listen] and [proxy] alone: the file must be TOML, but
+ * other tables and keys are not looked at, and the config has no servers.
+ * For commands that find a running gateway by its config, whose other
+ * parts may be in the middle of an edit. Returns as mx_config_load.
+ */
+int mx_config_load_listen(const char *path, struct mx_config **out, struct mx_diag *diag);
+
+/*
  * Resolve every secret reference (servers, client token). Returns 0 or the
  * first failure from mx_secret_resolve with |diag| naming the server and
  * the reference.

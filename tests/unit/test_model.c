@@ -715,6 +715,40 @@ static void test_model_load(void **state)
     mx_config_free(NULL);
 }
 
+/* [listen] and [proxy] alone: an error elsewhere does not stop a command
+ * that only needs to find the gateway; one in [listen] or in the TOML does. */
+static void test_model_load_listen(void **state)
+{
+    struct mx_config *cfg = NULL;
+    struct mx_diag d;
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    struct path p = tmp_path("listen.toml");
+    const char *path = p.s;
+    write_file(path,
+               "[listen]\naddress = \"127.0.0.1:9001\"\ntls = false\n[proxy]\nstate_dir = \"st\"\n"
+               "[servers.bad]\nurl = \"ftp://x.example/\"\n[unknown]\nx = 1\n",
+               0600);
+    assert_int_equal(mx_config_load(path, &cfg, &d), MX_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), 0);
+    assert_string_equal(cfg->listen.address, "127.0.0.1:9001");
+    assert_false(cfg->listen.tls);
+    assert_string_equal(cfg->proxy.state_dir, tmp_path("st").s);
+    assert_int_equal(cfg->server_cnt, 0);
+    mx_config_free(cfg);
+
+    write_file(path, "[listen]\naddress = \"127.0.0.1\"\n[servers.x]\nurl = \"https://x/\"\n",
+               0600);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), MX_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(d.line, 2);
+    write_file(path, "[listen]\naddress = \"127.0.0.1:1\"\n[servers.x\n", 0600);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), MX_EINVAL);
+    assert_int_equal(d.line, 3);
+    assert_int_equal(mx_config_load_listen(tmp_path("none.toml").s, &cfg, &d), MX_ENOTFOUND);
+}
+
 static void test_model_resolve_secrets(void **state)
 {
     struct mx_diag d;
@@ -1103,6 +1137,7 @@ int main(void)
         cmocka_unit_test_teardown(test_model_path_resolve, no_leaks),
         cmocka_unit_test_teardown(test_model_find, no_leaks),
         cmocka_unit_test_teardown(test_model_load, no_leaks),
+        cmocka_unit_test_teardown(test_model_load_listen, no_leaks),
         cmocka_unit_test_teardown(test_model_resolve_secrets, no_leaks),
         cmocka_unit_test_teardown(test_model_relative_paths, no_leaks),
         cmocka_unit_test_teardown(test_model_relative_file_secret, no_leaks),
