@@ -45,7 +45,7 @@ static void usage(FILE *f)
             "  -h, --help         this text\n"
             "\n"
             "Exit status: 0 done, 1 failed, 2 usage error.\n",
-            MX_VAULT_DEFAULT);
+            "$XDG_CONFIG_HOME/mcplex/vault, XDG default ~/.config");
 }
 
 /* Returns a new path, or NULL after printing why. */
@@ -60,7 +60,7 @@ static char *vault_path(const char *vault_arg, const char *config_arg)
     char *cfg_path = mx_config_find(config_arg);
     if (config_arg == NULL && access(cfg_path, F_OK) != 0) {
         free(cfg_path);
-        return mx_path_expand(MX_VAULT_DEFAULT);
+        return mx_vault_default_path();
     }
     memset(&d, 0, sizeof(d));
     int rc = mx_config_load(cfg_path, &cfg, &d);

@@ -4,8 +4,9 @@
  * defaults and rejecting unknown tables, unknown keys, wrong types and bad
  * values at their line and column. Each section is a table of field specs;
  * rules that tie several keys together run after a section is walked.
+ * Path-valued keys are made absolute against the file's own directory.
  * Secrets are resolved separately (mx_config_resolve_secrets), so parsing
- * stays free of I/O.
+ * reads no file besides asking where the config's directory is.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,7 +61,9 @@ size_t mx_config_live_cnt(void)
 
 struct ctx {
     const char *file;
+    const char *dir; /* relative paths in the file are its */
     struct mx_diag *diag;
+    bool listen_only; /* [listen] and [proxy] alone (mx_config_load_listen) */
 };
 
 static int err_at(struct ctx *c, int line, int col, const char *fmt, ...)
@@ -432,7 +435,7 @@ static int get_path(struct ctx *c, const struct mx_toml_entry *e, char **out)
     if (e->val.str[0] == '\0')
         return err_at(c, e->val.line, e->val.col, "'%s' must not be empty", e->key);
     free(*out);
-    *out = mx_path_expand(e->val.str);
+    *out = mx_path_resolve(c->dir, e->val.str);
     return 0;
 }
 
@@ -492,7 +495,7 @@ static int get_enum(struct ctx *c, const struct mx_toml_entry *e, const char *co
 
 enum kind {
     F_STR = 0,  /* string, |check| or non-empty */
-    F_PATH = 1, /* string, "~/" expanded */
+    F_PATH = 1, /* string, "~/" expanded, relative to the file's directory */
     F_BOOL = 2,
     F_INT = 3,  /* [min, max] */
     F_DUR = 4,  /* at least |min| ms, at most 24 h */
@@ -932,8 +935,8 @@ static void listen_defaults(struct mx_listen_cfg *l)
 
 static void proxy_defaults(struct mx_proxy_cfg *p)
 {
-    p->vault = mx_path_expand(MX_VAULT_DEFAULT);
-    p->state_dir = mx_path_expand("~/.local/state/mcplex");
+    p->vault = mx_vault_default_path();
+    p->state_dir = mx_config_default_state_dir();
     p->prefix = MX_PREFIX_CONDITIONAL;
     p->name_budget = 48;
     p->page_size = 100;
@@ -1138,7 +1141,7 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
     const struct mx_toml_table *listen, *proxy, *servers;
     int rc;
 
-    for (size_t i = 0; i < root->cnt; i++) {
+    for (size_t i = 0; i < root->cnt && !c->listen_only; i++) {
         const struct mx_toml_entry *e = &root->entries[i];
         if (strcmp(e->key, "listen") == 0 || strcmp(e->key, "proxy") == 0 ||
             strcmp(e->key, "servers") == 0)
@@ -1157,7 +1160,7 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
         rc = walk(c, listen, listen_fields, NFIELDS(listen_fields), &cp->pub.listen);
     if (rc == 0)
         rc = finish_listen(c, listen, cp);
-    if (rc)
+    if (rc || c->listen_only)
         return rc;
     servers = section(c, root, "servers", &rc);
     if (rc == 0)
@@ -1165,11 +1168,11 @@ static int walk_root(struct ctx *c, const struct mx_toml_table *root, struct con
     return rc;
 }
 
-int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
-                    struct mx_diag *diag)
+static int parse(const char *path, const char *text, size_t len, bool listen_only,
+                 struct mx_config **out, struct mx_diag *diag)
 {
     struct mx_toml_table *root;
-    struct ctx c = {path ? path : "<config>", diag};
+    struct ctx c = {path ? path : "<config>", NULL, diag, listen_only};
 
     *out = NULL;
     int rc = mx_toml_parse_shown(c.file, text, len, may_show, &root, diag);
@@ -1178,6 +1181,8 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     struct config_priv *cp = mx_xcalloc(1, sizeof(*cp));
     live_cnt++;
     cp->pub.path = path ? mx_xstrdup(path) : NULL;
+    cp->pub.dir = path ? mx_path_dir_of(path) : mx_path_resolve(NULL, ".");
+    c.dir = cp->pub.dir;
     listen_defaults(&cp->pub.listen);
     proxy_defaults(&cp->pub.proxy);
     rc = walk_root(&c, root, cp);
@@ -1191,7 +1196,13 @@ int mx_config_parse(const char *path, const char *text, size_t len, struct mx_co
     return 0;
 }
 
-int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag)
+int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
+                    struct mx_diag *diag)
+{
+    return parse(path, text, len, false, out, diag);
+}
+
+static int load(const char *path, bool listen_only, struct mx_config **out, struct mx_diag *diag)
 {
     struct stat st;
     size_t cap = MX_TOML_MAX_INPUT + 1, len = 0;
@@ -1226,9 +1237,19 @@ int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *dia
             break; /* one byte over the cap: the parser reports the size */
     }
     close(fd);
-    int rc = mx_config_parse(path, buf, len, out, diag);
+    int rc = parse(path, buf, len, listen_only, out, diag);
     free(buf);
     return rc;
+}
+
+int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag)
+{
+    return load(path, false, out, diag);
+}
+
+int mx_config_load_listen(const char *path, struct mx_config **out, struct mx_diag *diag)
+{
+    return load(path, true, out, diag);
 }
 
 /* pub is the first member (C11 6.7.2.1p15), so the pointers convert. */
@@ -1265,7 +1286,7 @@ int mx_config_resolve_ref(const struct mx_config *cfg, const struct mx_server_cf
     if (ref == NULL)
         return 0;
     memset(&sd, 0, sizeof(sd));
-    int rc = mx_secret_resolve(ref, cfg->proxy.vault, out, &sd);
+    int rc = mx_secret_resolve(ref, cfg->proxy.vault, cfg->dir, out, &sd);
     if (rc)
         mx_diag_set(diag, cfg->path, at.line, at.col, "%s", sd.msg);
     return rc;
@@ -1363,6 +1384,7 @@ void mx_config_free(struct mx_config *cfg)
     free(cfg->proxy.state_dir);
     free(cfg->proxy.log_level);
     free(cfg->path);
+    free(cfg->dir);
     free(cp);
     live_cnt--;
 }
@@ -1408,11 +1430,12 @@ char *mx_config_find(const char *arg)
         return mx_xstrdup(env);
     if (access("mcplex.toml", F_OK) == 0)
         return mx_xstrdup("mcplex.toml");
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    /* XDG Base Directory: a relative value is invalid and must be ignored. */
-    if (xdg && xdg[0] == '/')
-        return mx_xasprintf("%s/mcplex/mcplex.toml", xdg);
-    return mx_path_expand("~/.config/mcplex/mcplex.toml");
+    return mx_path_xdg("XDG_CONFIG_HOME", "~/.config", "mcplex/mcplex.toml");
+}
+
+char *mx_config_default_state_dir(void)
+{
+    return mx_path_xdg("XDG_STATE_HOME", "~/.local/state", "mcplex");
 }
 
 int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag)

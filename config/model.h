@@ -100,10 +100,13 @@ struct mx_listen_cfg {
     int64_t max_requests_per_connection; /* then Connection: close / GOAWAY, default 100000 */
 };
 
+/* Every path below (and a server's cwd and ca, [listen] cert and key, and
+ * file: secrets when resolved) is absolute: "~/" expanded, a relative one
+ * taken in the config file's directory (struct mx_config dir). */
 struct mx_proxy_cfg {
     char *trace;     /* JSONL trace path or NULL */
-    char *vault;     /* expanded path */
-    char *state_dir; /* expanded path */
+    char *vault;     /* default: mx_vault_default_path() */
+    char *state_dir; /* default: mx_config_default_state_dir() */
     enum mx_prefix_mode prefix;
     int64_t name_budget;
     int64_t page_size;         /* items per page of /mcp's merged lists, default 100 */
@@ -117,6 +120,7 @@ struct mx_proxy_cfg {
 
 struct mx_config {
     char *path; /* file it was read from */
+    char *dir;  /* absolute directory that relative paths in it are resolved against */
     struct mx_listen_cfg listen;
     struct mx_proxy_cfg proxy;
     struct mx_server_cfg *servers;
@@ -125,14 +129,24 @@ struct mx_config {
 
 /*
  * Parse and validate |len| bytes of |text|; |path| names the file in
- * diagnostics. Does not resolve secrets. Returns 0 and |*out| (free with
- * mx_config_free), or MX_EINVAL with |diag| set.
+ * diagnostics, and its directory is the one relative paths in it are
+ * resolved against (the working directory when |path| is NULL: a config
+ * with no file of its own). Does not resolve secrets. Returns 0 and |*out|
+ * (free with mx_config_free), or MX_EINVAL with |diag| set.
  */
 int mx_config_parse(const char *path, const char *text, size_t len, struct mx_config **out,
                     struct mx_diag *diag);
 
 /* Read |path| and parse it. Returns as mx_config_parse, or MX_ENOTFOUND / MX_EIO. */
 int mx_config_load(const char *path, struct mx_config **out, struct mx_diag *diag);
+
+/*
+ * mx_config_load of [listen] and [proxy] alone: the file must be TOML, but
+ * other tables and keys are not looked at, and the config has no servers.
+ * For commands that find a running gateway by its config, whose other
+ * parts may be in the middle of an edit. Returns as mx_config_load.
+ */
+int mx_config_load_listen(const char *path, struct mx_config **out, struct mx_diag *diag);
 
 /*
  * Resolve every secret reference (servers, client token). Returns 0 or the
@@ -150,6 +164,9 @@ void mx_config_free(struct mx_config *cfg);
  * (XDG default ~/.config). Returns a new string the caller frees.
  */
 char *mx_config_find(const char *arg);
+
+/* $XDG_STATE_HOME/mcplex, else ~/.local/state/mcplex; caller frees. */
+char *mx_config_default_state_dir(void);
 
 /* mx_config_load of the file mx_config_find(|arg|) names; returns as that. */
 int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag);

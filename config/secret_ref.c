@@ -134,13 +134,16 @@ static int from_env(const char *ref, const char *name, char **out, size_t *len,
     return 0;
 }
 
-static int from_file(const char *ref, const char *path, char **out, size_t *len,
+static int from_file(const char *ref, const char *path, const char *dir, char **out, size_t *len,
                      struct mx_diag *diag)
 {
-    char why[256];
-    char *full = mx_path_expand(path);
-    int rc =
-        mx_private_file_read(full, "secret file", MX_SECRET_MAX_LEN, out, len, why, sizeof(why));
+    char why[512];
+    char *full = mx_path_resolve(dir, path);
+    /* the path tried, where it is not the one written */
+    char *what =
+        strcmp(full, path) == 0 ? mx_xstrdup("secret file") : mx_xasprintf("secret file %s", full);
+    int rc = mx_private_file_read(full, what, MX_SECRET_MAX_LEN, out, len, why, sizeof(why));
+    free(what);
     free(full);
     if (rc)
         mx_diag_set(diag, NULL, 0, 0, "%s: %s", ref, why);
@@ -188,7 +191,7 @@ static int from_vault(const char *ref, const char *name, const char *vault_path,
 {
     struct mx_diag vd;
     char text[sizeof(vd.msg) + sizeof(vd.file) + 32];
-    char *path = mx_path_expand(vault_path ? vault_path : MX_VAULT_DEFAULT);
+    char *path = vault_path ? mx_path_expand(vault_path) : mx_vault_default_path();
     memset(&vd, 0, sizeof(vd));
     int rc = mx_vault_get(path, name, out, &vd);
     free(path);
@@ -394,8 +397,8 @@ out:
     return rc;
 }
 
-int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
-                      struct mx_diag *diag)
+int mx_secret_resolve(const char *ref, const char *vault_path, const char *dir,
+                      struct mx_secret **out, struct mx_diag *diag)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -415,7 +418,7 @@ int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret 
     if (has_prefix(ref, "env:"))
         rc = from_env(shown, ref + 4, &buf, &len, diag);
     else if (has_prefix(ref, "file:"))
-        rc = from_file(shown, ref + 5, &buf, &len, diag);
+        rc = from_file(shown, ref + 5, dir, &buf, &len, diag);
     else if (has_prefix(ref, "cred:"))
         rc = from_cred(shown, ref + 5, &buf, &len, diag);
     else if (has_prefix(ref, "keyring:"))

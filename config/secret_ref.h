@@ -17,17 +17,18 @@
 const char *mx_secret_ref_check(const char *ref);
 
 /*
- * Resolve |ref|. |vault_path| is the vault file for "vault:" references.
- * "file:" and vault files must be owned by the user and not readable by group
- * or others. "cmd:" runs the command without a shell (split on spaces) and
- * takes its stdout, trailing newline removed. The value must be non-empty and
- * free of CR, LF and NUL (it goes into a header).
- * Returns 0 and sets |*out| (caller frees with mx_secret_free), or
+ * Resolve |ref|. |vault_path| is the vault file for "vault:" references
+ * (NULL: mx_vault_default_path()). A relative "file:" path is taken in the
+ * directory |dir| (NULL: the working directory); its messages name the
+ * absolute path tried. "file:" and vault files must be owned by the user
+ * and not readable by group or others. "cmd:" runs the command without a shell (split on spaces)
+ * and takes its stdout, trailing newline removed. The value must be non-empty and free of CR, LF
+ * and NUL (it goes into a header). Returns 0 and sets |*out| (caller frees with mx_secret_free), or
  * MX_EINVAL (bad reference), MX_ENOTFOUND, MX_EPERM (file mode/owner),
  * MX_EIO; |diag| then says what is wrong, naming the reference, never a value.
  */
-int mx_secret_resolve(const char *ref, const char *vault_path, struct mx_secret **out,
-                      struct mx_diag *diag);
+int mx_secret_resolve(const char *ref, const char *vault_path, const char *dir,
+                      struct mx_secret **out, struct mx_diag *diag);
 
 /*
  * |ref| as mcplex shows it wherever it names a reference (errors to

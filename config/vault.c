@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "err.h"
 #include "fileio.h"
+#include "path.h"
 #include "secret_int.h"
 #include "vault.h"
 
@@ -52,6 +53,11 @@ static bool name_ok(const char *p, size_t len)
             return false;
     }
     return true;
+}
+
+char *mx_vault_default_path(void)
+{
+    return mx_path_xdg("XDG_CONFIG_HOME", "~/.config", "mcplex/vault");
 }
 
 bool mx_vault_name_is_valid(const char *name)

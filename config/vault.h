@@ -32,9 +32,11 @@
 #include "diag.h"
 #include "secret.h"
 
-#define MX_VAULT_DEFAULT  "~/.config/mcplex/vault"
 #define MX_VAULT_NAME_MAX 64
 #define MX_VAULT_MAX_FILE (1024 * 1024)
+
+/* $XDG_CONFIG_HOME/mcplex/vault, else ~/.config/mcplex/vault; caller frees. */
+char *mx_vault_default_path(void);
 
 /* True when |name| matches [A-Za-z0-9_.-]{1,64}. */
 bool mx_vault_name_is_valid(const char *name);

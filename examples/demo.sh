@@ -34,7 +34,10 @@ pids+=($!)
 "$build/sandbox-sim" --listen 127.0.0.1:18102 --name everything \
     --bearer-env DEMO_EVERYTHING_TOKEN 2>"$work/everything.log" &
 pids+=($!)
-(cd "$work" && exec "$OLDPWD/$build/mcplex" serve -c "$OLDPWD/examples/configs/demo.toml") &
+# A copy of the config in the scratch directory: its relative trace path is
+# taken there, next to the config, and the source tree stays clean.
+cp examples/configs/demo.toml "$work/demo.toml"
+"$build/mcplex" serve -c "$work/demo.toml" &
 pids+=($!)
 
 base=http://127.0.0.1:8480

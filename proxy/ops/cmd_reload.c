@@ -30,15 +30,14 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex reload [-c FILE | --url URL [--cacert FILE]]\n"
+    fprintf(f, "usage: mcplex reload [-c FILE | --url URL [--ca FILE]]\n"
                "\n"
                "Makes the running gateway re-read its config file and vault (as SIGHUP\n"
                "does) and waits for the outcome: unchanged upstreams keep their sessions,\n"
                "new ones join, removed ones leave once their requests end. A config with\n"
                "an error is refused with its file:line:col and the old one keeps serving.\n"
-               "  -c FILE        config whose [listen] names the gateway (as `status`)\n"
-               "  --url URL      the gateway's base URL instead\n"
-               "  --cacert FILE  CA for an https --url\n");
+               "The gateway is found as `mcplex status` finds it:\n"
+               "\n" MX_STATUS_WHERE_HELP "  -h, --help         this text\n");
 }
 
 static json_int_t counter(const json_t *health, const char *name)
@@ -140,11 +139,8 @@ static int reload(const struct mx_status_where *w)
 
 int mx_cmd_reload(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"url", required_argument, NULL, 'u'},
-                                         {"cacert", required_argument, NULL, 'a'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        MX_STATUS_WHERE_OPTIONS, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:h", opts, usage, mx_status_where_opt,
                                          mx_status_where_fits};
     struct mx_status_where w = {0};

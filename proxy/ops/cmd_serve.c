@@ -24,6 +24,7 @@
 #include "cmdline.h"
 #include "gateway.h"
 #include "log.h"
+#include "path.h"
 #include "snippet.h"
 #include "tls.h"
 
@@ -300,7 +301,8 @@ int mx_cmd_serve(int argc, char **argv)
         curl_global_cleanup();
         return 1;
     }
-    s.cfg_path = mx_xstrdup(cfg->path);
+    /* SIGHUP reads the same file, and resolves its relative paths the same way */
+    s.cfg_path = mx_path_resolve(NULL, cfg->path);
     s.level_from_flag = o.run.level != NULL;
     /* Nothing is accepted before ev_run(), so every connection gets TLS. */
     if (tls)

@@ -2,15 +2,20 @@
 /*
  * `mcplex status`: GET /health of a running gateway and print a table of
  * the listener and the upstreams (cmd_status.h). The address comes from
- * --url or from [listen] of the config; a TLS listener with the default
- * certificate is verified against the local CA in <state_dir>/certs.
+ * --url (the gateway's base, its /mcp or /mcp/<server> URL) or from [listen]
+ * of the config, read alone when the rest of the file has an error; a TLS
+ * listener with the default certificate is verified against the local CA in
+ * <state_dir>/certs (for --url, the default state dir's, or --ca). `reload`
+ * finds the gateway through the same functions.
  */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -31,19 +36,15 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex status [-c FILE | --url URL [--cacert FILE]] [--json]\n"
+    fprintf(f, "usage: mcplex status [-c FILE | --url URL [--ca FILE]] [--json]\n"
                "\n"
                "Asks a running gateway for GET /health and prints its listener and\n"
                "upstreams: state, since when, requests, failures, wakes, tools and the\n"
                "median upstream latency of the last minute, then each upstream's last\n"
-               "error (unreachable, tls, auth-failed, gone) and its age.\n"
-               "\n"
-               "  -c, --config FILE  config whose [listen] address to ask (default:\n"
-               "                     $MCPLEX_CONFIG, ./mcplex.toml,\n"
-               "                     $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"
-               "  --url URL          ask this gateway instead, e.g. http://127.0.0.1:8443\n"
-               "  --cacert FILE      with an https --url: the CA to trust (PEM)\n"
-               "  --json             print the /health JSON as it came\n"
+               "error (unreachable, tls, auth-failed, gone) and its age. Of a config,\n"
+               "only [listen] and [proxy] must be right: an error elsewhere is shown as\n"
+               "a warning.\n"
+               "\n" MX_STATUS_WHERE_HELP "  --json             print the /health JSON as it came\n"
                "  -h, --help         this text\n"
                "\n"
                "Exit status: 0 the gateway answered, 1 it did not, 2 usage error.\n");
@@ -188,17 +189,30 @@ void mx_status_render(FILE *out, const json_t *health, const char *url, time_t n
     }
 }
 
-/* ---- fetching ---- */
+/* ---- finding the gateway ---- */
 
 struct target {
-    char *url; /* .../health */
-    char *ca_file;
+    char *url;     /* .../health */
+    char *ca_file; /* NULL: the system store */
 };
 
 static void target_clear(struct target *t)
 {
     free(t->url);
     free(t->ca_file);
+}
+
+/* The local CA in the certs directory of |state_dir|; with |if_there|, NULL
+ * when it is not there. Caller frees. */
+static char *local_ca(const char *state_dir, bool if_there)
+{
+    struct mx_certs_paths p;
+    char *dir = mx_certs_default_dir(state_dir);
+    mx_certs_paths_init(&p, dir);
+    char *ca = !if_there || access(p.ca_cert, F_OK) == 0 ? mx_xstrdup(p.ca_cert) : NULL;
+    mx_certs_paths_clear(&p);
+    free(dir);
+    return ca;
 }
 
 int mx_status_gateway_base(const struct mx_config *cfg, char **base, char **ca_file)
@@ -229,38 +243,121 @@ int mx_status_gateway_base(const struct mx_config *cfg, char **base, char **ca_f
     free(host);
     /* The default certificate chains to the local CA; a configured one is
      * expected to chain to something the system trusts. */
-    if (cfg->listen.tls && cfg->listen.cert == NULL) {
-        char *dir = mx_certs_default_dir(cfg->proxy.state_dir);
-        struct mx_certs_paths p;
-        mx_certs_paths_init(&p, dir);
-        *ca_file = mx_xstrdup(p.ca_cert);
-        mx_certs_paths_clear(&p);
-        free(dir);
-    }
+    if (cfg->listen.tls && cfg->listen.cert == NULL)
+        *ca_file = local_ca(cfg->proxy.state_dir, false);
     return 0;
 }
 
-/* The /health URL for [listen] of |cfg|. Returns 0, or MX_EINVAL after
- * printing why. */
-static int target_from_config(const struct mx_config *cfg, struct target *t)
+/* Where the segment of |url| that ends at |end| (exclusive) starts. */
+static size_t segment_start(const char *url, size_t from, size_t end)
 {
+    size_t i = end;
+    while (i > from && url[i - 1] != '/')
+        i--;
+    return i;
+}
+
+static bool segment_is(const char *url, size_t start, size_t end, const char *name)
+{
+    return end - start == strlen(name) && memcmp(url + start, name, end - start) == 0;
+}
+
+char *mx_status_health_url(const char *url)
+{
+    size_t skip;
+    if (strncasecmp(url, "https://", 8) == 0)
+        skip = 8;
+    else if (strncasecmp(url, "http://", 7) == 0)
+        skip = 7;
+    else
+        return NULL;
+    size_t path = skip + strcspn(url + skip, "/?#");
+    if (path == skip)
+        return NULL;
+    size_t end = path + strcspn(url + path, "?#");
+    while (end > path && url[end - 1] == '/')
+        end--;
+    size_t last = segment_start(url, path, end);
+    if (end > path && segment_is(url, last, end, "health"))
+        return mx_xstrndup(url, end);
+    /* what serve tells clients: <base>/mcp and <base>/mcp/<server> */
+    if (end > path && segment_is(url, last, end, "mcp")) {
+        end = last - 1;
+    } else if (last > path + 1) {
+        size_t prev = segment_start(url, path, last - 1);
+        if (segment_is(url, prev, last - 1, "mcp"))
+            end = prev - 1;
+    }
+    return mx_xasprintf("%.*s/health", (int)end, url);
+}
+
+/*
+ * The config |arg| names (mx_config_find), for its [listen] and [proxy]
+ * alone when something else in it is wrong (said as a warning). NULL after
+ * printing why not.
+ */
+static struct mx_config *where_config(const char *arg)
+{
+    struct mx_diag d = {0}, ld = {0};
+    struct mx_config *cfg = NULL;
+    char msg[1024];
+    char *path = mx_config_find(arg);
+    int rc = mx_config_load(path, &cfg, &d);
+    if (rc == MX_EINVAL && mx_config_load_listen(path, &cfg, &ld) == 0) {
+        fprintf(stderr,
+                "mcplex: warning: %s\n"
+                "mcplex: warning: asking the gateway that [listen] names; it serves the "
+                "config it last loaded\n",
+                mx_diag_format(&d, msg, sizeof(msg)));
+    } else if (rc == MX_EINVAL) {
+        fprintf(stderr,
+                "mcplex: %s\n"
+                "mcplex: cannot tell the gateway's address from this config; fix it, or pass "
+                "--url URL\n",
+                mx_diag_format(&ld, msg, sizeof(msg)));
+    } else if (rc != 0) {
+        fprintf(stderr,
+                "mcplex: %s\n"
+                "mcplex: pass -c FILE, or --url URL with the gateway's address (e.g. "
+                "https://127.0.0.1:8443)\n",
+                mx_diag_format(&d, msg, sizeof(msg)));
+    }
+    free(path);
+    return cfg;
+}
+
+/* The /health target from --url (with --ca, else the local CA of the
+ * default certs directory when there is one) or from the config's [listen].
+ * Returns 0, or 1 after printing why. */
+static int target_make(const struct mx_status_where *w, struct target *t)
+{
+    if (w->url) {
+        t->url = mx_status_health_url(w->url);
+        if (t->url == NULL) {
+            fprintf(stderr, "mcplex: --url must be the gateway's http:// or https:// URL, e.g. "
+                            "https://127.0.0.1:8443 or https://127.0.0.1:8443/mcp\n");
+            return 1;
+        }
+        if (w->ca) {
+            t->ca_file = mx_xstrdup(w->ca);
+        } else if (strncasecmp(t->url, "https:", 6) == 0) {
+            char *state = mx_config_default_state_dir();
+            t->ca_file = local_ca(state, true);
+            free(state);
+        }
+        return 0;
+    }
+    struct mx_config *cfg = where_config(w->cfg);
+    if (cfg == NULL)
+        return 1;
     char *base;
     int rc = mx_status_gateway_base(cfg, &base, &t->ca_file);
+    mx_config_free(cfg);
     if (rc != 0)
-        return rc;
+        return 1;
     t->url = mx_xasprintf("%s/health", base);
     free(base);
     return 0;
-}
-
-static char *health_url(const char *base)
-{
-    size_t n = strlen(base);
-    while (n && base[n - 1] == '/')
-        n--;
-    if (n >= 7 && memcmp(base + n - 7, "/health", 7) == 0)
-        return mx_xstrndup(base, n);
-    return mx_xasprintf("%.*s/health", (int)n, base);
 }
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
@@ -268,6 +365,41 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
     struct mx_buf *b = data;
     /* returning less than given makes libcurl stop with a write error */
     return mx_buf_append(b, p, size * nmemb) == 0 ? size * nmemb : 0;
+}
+
+/* Why |rc| ended the transfer to |t|, on stderr: a TLS failure is not "no
+ * answer", and each says what to try. */
+static void say_failure(const struct target *t, CURLcode rc, const char *err)
+{
+    const char *why = err[0] ? err : curl_easy_strerror(rc);
+    bool https = strncasecmp(t->url, "https:", 6) == 0;
+    switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+        fprintf(stderr,
+                "mcplex: TLS: certificate verify failed for %s; is the CA from `mcplex certs "
+                "init` trusted? pass --ca FILE\n"
+                "mcplex: (%s; CA file tried: %s)\n",
+                t->url, why, t->ca_file ? t->ca_file : "none, the system store");
+        return;
+    case CURLE_SSL_CACERT_BADFILE:
+        fprintf(stderr, "mcplex: TLS: cannot use the CA file %s (%s); pass --ca FILE (PEM)\n",
+                t->ca_file ? t->ca_file : "of the system store", why);
+        return;
+    case CURLE_SSL_CONNECT_ERROR:
+        fprintf(stderr,
+                "mcplex: TLS handshake with %s failed: %s; if the gateway serves plain HTTP "
+                "(tls = false), use an http:// URL\n",
+                t->url, why);
+        return;
+    default:
+        break;
+    }
+    fprintf(stderr, "mcplex: no gateway answered at %s: %s\n", t->url, why);
+    if (rc == CURLE_COULDNT_CONNECT)
+        fprintf(stderr, "mcplex: is `mcplex serve` running there?\n");
+    else if (!https && (rc == CURLE_GOT_NOTHING || rc == CURLE_RECV_ERROR))
+        fprintf(stderr, "mcplex: something took the connection but sent no HTTP answer; if the "
+                        "gateway serves TLS, use an https:// URL\n");
 }
 
 /* A GET of |url| into |out|, errors into |err| (CURL_ERROR_SIZE); NULL
@@ -306,10 +438,7 @@ static int fetch(const struct target *t, struct mx_buf *out)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(c);
     if (rc != CURLE_OK) {
-        fprintf(stderr, "mcplex: no gateway answered at %s: %s\n", t->url,
-                err[0] ? err : curl_easy_strerror(rc));
-        if (rc == CURLE_COULDNT_CONNECT)
-            fprintf(stderr, "mcplex: is `mcplex serve` running with this config?\n");
+        say_failure(t, rc, err);
         return 1;
     }
     if (status != 200) {
@@ -318,23 +447,6 @@ static int fetch(const struct target *t, struct mx_buf *out)
         return 1;
     }
     return 0;
-}
-
-/* The /health target from --url (and --cacert) or from the config's
- * [listen]. Returns 0, or 1 after printing why. */
-static int target_make(const struct mx_status_where *w, struct target *t)
-{
-    if (w->url) {
-        t->url = health_url(w->url);
-        t->ca_file = w->ca ? mx_xstrdup(w->ca) : NULL;
-        return 0;
-    }
-    struct mx_config *cfg = mx_cmdline_config(w->cfg);
-    if (cfg == NULL)
-        return 1;
-    int rc = target_from_config(cfg, t);
-    mx_config_free(cfg);
-    return rc ? 1 : 0;
 }
 
 json_t *mx_status_fetch(const struct mx_status_where *w)
@@ -471,10 +583,10 @@ static bool status_fits(const void *data)
 
 int mx_cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"url", required_argument, NULL, 'u'},    {"cacert", required_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {MX_STATUS_WHERE_OPTIONS,
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:h", opts, usage, status_opt, status_fits};
     struct status_opts o = {0};
     int ret = mx_cmdline_parse(&cl, argc, argv, &o);

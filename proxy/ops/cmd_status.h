@@ -27,8 +27,8 @@ void mx_status_render(FILE *out, const json_t *health, const char *url, time_t n
 
 /*
  * Where a running gateway is, as `status` and `reload` take it: the config
- * whose [listen] names it (-c), or its base URL (--url) with the CA to trust
- * (--cacert). Each is NULL when not given.
+ * whose [listen] names it (-c), or its URL (--url) with the CA to trust
+ * (--ca, or --cacert as curl spells it). Each is NULL when not given.
  */
 struct mx_status_where {
     const char *cfg;
@@ -36,20 +36,51 @@ struct mx_status_where {
     const char *ca;
 };
 
+/* The getopt_long rows of those options, for a command's table. */
+#define MX_STATUS_WHERE_OPTIONS                                                                    \
+    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'u'},               \
+        {"ca", required_argument, NULL, 'a'},                                                      \
+    {                                                                                              \
+        "cacert", required_argument, NULL, 'a'                                                     \
+    }
+/* Their lines of a command's help text. */
+#define MX_STATUS_WHERE_HELP                                                                       \
+    "  -c, --config FILE  config whose [listen] names the gateway (default:\n"                     \
+    "                     $MCPLEX_CONFIG, ./mcplex.toml,\n"                                        \
+    "                     $XDG_CONFIG_HOME/mcplex/mcplex.toml)\n"                                  \
+    "  --url URL          the gateway's URL instead, from anywhere, no config needed:\n"           \
+    "                     its base (https://127.0.0.1:8443) or the /mcp or\n"                      \
+    "                     /mcp/SERVER URL clients use\n"                                           \
+    "  --ca FILE          with an https --url: the CA to trust (PEM; default: the\n"               \
+    "                     local CA of the default state dir, when there is one);\n"                \
+    "                     --cacert is the same\n"
+
 /*
- * An mx_cmdline option callback (cmdline.h) for -c, --url and --cacert, as
+ * An mx_cmdline option callback (cmdline.h) for -c, --url and --ca, as
  * getopt_long's 'c', 'u' and 'a', into the struct mx_status_where |data|;
  * returns 0.
  */
 int mx_status_where_opt(int ch, const char *arg, void *data);
 /* Whether the struct mx_status_where |data| holds options that go
- * together: -c or --url, not both; --cacert only with --url. */
+ * together: -c or --url, not both; --ca only with --url. */
 bool mx_status_where_fits(const void *data);
 
 /*
- * GET /health of the gateway at |w->url| (with |w->ca|) or else at the
- * [listen] address of the config |w->cfg| names (mx_config_find). The
- * caller has initialised libcurl. Returns the object, or NULL after
+ * "<base>/health" for the gateway URL |url| as a user gives it: its base,
+ * the /mcp or /mcp/<server> URL serve gives clients, or /health itself
+ * (trailing slashes, a query and a fragment dropped; a path prefix before
+ * /mcp kept). NULL when |url| is not http:// or https:// with a host.
+ * Caller frees.
+ */
+char *mx_status_health_url(const char *url);
+
+/*
+ * GET /health of the gateway at |w->url| (its /health, with |w->ca|, else
+ * the local CA of the default state dir when it exists) or else at the
+ * [listen] address of the config |w->cfg| names (mx_config_find), read
+ * alone when the rest of the file has an error (a warning says what). A
+ * TLS trust or handshake failure is said as such, apart from no answer.
+ * The caller has initialised libcurl. Returns the object, or NULL after
  * printing why on stderr.
  */
 json_t *mx_status_fetch(const struct mx_status_where *w);

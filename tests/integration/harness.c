@@ -64,7 +64,8 @@ static char *test_dir;
 static bool test_passed;
 static bool inited;
 static unsigned seq;
-static char *ca_file; /* trusted for https:// in mx_it_http_full() */
+static char *ca_file;   /* trusted for https:// in mx_it_http_full() */
+static char *spawn_cwd; /* working directory of the processes started; NULL: ours */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -510,6 +511,9 @@ static pid_t spawn_proc(const char *name, const char *const *argv, const char *c
                                          O_WRONLY | O_CREAT | O_APPEND, 0600);
     else
         posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+    /* last, so that the log paths above are opened from our directory */
+    if (spawn_cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, spawn_cwd);
 
     posix_spawnattr_init(&at);
     sigemptyset(&none);
@@ -903,6 +907,12 @@ static int poll_http(const char *url, long want, pid_t pid, int timeout_ms)
         }
         sleep_ms(POLL_MS * 2);
     }
+}
+
+void mx_it_set_cwd(const char *dir)
+{
+    free(spawn_cwd);
+    spawn_cwd = dir ? mx_xstrdup(dir) : NULL;
 }
 
 void mx_it_set_ca_file(const char *path)
@@ -1349,6 +1359,7 @@ int mx_it_teardown(void **state)
     }
     nprocs = 0;
     mx_it_set_ca_file(NULL);
+    mx_it_set_cwd(NULL);
     free(test_dir);
     test_dir = NULL;
     test_passed = false;

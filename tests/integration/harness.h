@@ -82,6 +82,11 @@ struct mx_it_lines {
  * is no JSON object and after |wait_ms| without a whole line. */
 json_t *mx_it_lines_next(struct mx_it_lines *l, int wait_ms);
 
+/* Start the processes of the helpers above and below in the directory |dir|
+ * (which must exist) until the test ends (NULL: the harness's own); their
+ * log paths are unaffected. Paths given to them relative are taken there. */
+void mx_it_set_cwd(const char *dir);
+
 /* Send |sig| to a process started by mx_it_spawn() that has not been reaped.
  * Returns 0, MX_ENOTFOUND (not ours or already reaped) or MX_EIO. */
 int mx_it_signal(pid_t pid, int sig);

@@ -4,7 +4,8 @@
  * getopt_long frame (help, unknown options, stray arguments, options that
  * do not go together, an option's own refusal, a second run in the same
  * process), the options of the commands that run the gateway, the log level
- * and the -c / --url / --cacert rule of status and reload.
+ * and the -c / --url / --ca rule of status and reload, and the /health URL
+ * of what is given as --url.
  */
 #include <getopt.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -54,10 +56,10 @@ static bool seen_fits(const void *data)
     return mx_status_where_fits(&s->where);
 }
 
-static const struct option opts[] = {
-    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'u'},
-    {"cacert", required_argument, NULL, 'a'}, {"refuse", no_argument, NULL, 'x'},
-    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+static const struct option opts[] = {MX_STATUS_WHERE_OPTIONS,
+                                     {"refuse", no_argument, NULL, 'x'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {NULL, 0, NULL, 0}};
 
 /* Parses |args| (NULL-ended, without argv[0]) into |s|. */
 static int parse(struct seen *s, ...)
@@ -116,6 +118,50 @@ static void test_cmdline_where_fits(void **state)
     assert_int_equal(parse(&s, "--cacert", "ca.pem", NULL), 2);
     assert_int_equal(parse(&s, "-c", "a", "--cacert", "ca.pem", NULL), 2);
     assert_int_equal(parse(&s, "--url", "http://h:1", NULL), MX_CMDLINE_RUN);
+    /* --ca is --cacert's other name */
+    assert_int_equal(parse(&s, "--ca", "ca.pem", NULL), 2);
+    assert_int_equal(parse(&s, "--url", "https://h:1", "--ca", "ca.pem", NULL), MX_CMDLINE_RUN);
+    assert_string_equal(s.where.ca, "ca.pem");
+}
+
+/* The /health URL of what a user passes as --url: the base, the /mcp URL
+ * serve gives clients, /mcp/<server>, or /health itself. */
+static void test_cmdline_health_url(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"https://127.0.0.1:8443", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/mcp", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/mcp/", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/mcp/files", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/mcp/files/", "https://127.0.0.1:8443/health"},
+        {"https://127.0.0.1:8443/health", "https://127.0.0.1:8443/health"},
+        {"http://[::1]:8080/mcp?x=1#f", "http://[::1]:8080/health"},
+        {"HTTPS://localhost:8443/mcp", "HTTPS://localhost:8443/health"},
+        /* behind a path prefix, the prefix stays */
+        {"https://h.example/gw/mcp/files", "https://h.example/gw/health"},
+        {"https://h.example/gw/mcp", "https://h.example/gw/health"},
+        {"https://h.example/gw", "https://h.example/gw/health"},
+        /* "mcp" only as a whole segment */
+        {"https://h.example/xmcp", "https://h.example/xmcp/health"},
+        {"https://h.example/mcpx/files", "https://h.example/mcpx/files/health"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = mx_status_health_url(cases[i].in);
+        if (got == NULL || strcmp(got, cases[i].want) != 0)
+            fail_msg("%s: got %s, want %s", cases[i].in, got ? got : "NULL", cases[i].want);
+        free(got);
+    }
+    static const char *const bad[] = {"127.0.0.1:8443", "ftp://h/mcp", "https://", "https:///mcp",
+                                      ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *got = mx_status_health_url(bad[i]);
+        if (got != NULL)
+            fail_msg("%s: got %s, want NULL", bad[i], got);
+    }
 }
 
 static void test_cmdline_run_opts(void **state)
@@ -154,9 +200,8 @@ static void test_cmdline_log_level(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cmdline_frame),
-        cmocka_unit_test(test_cmdline_where_fits),
-        cmocka_unit_test(test_cmdline_run_opts),
+        cmocka_unit_test(test_cmdline_frame),      cmocka_unit_test(test_cmdline_where_fits),
+        cmocka_unit_test(test_cmdline_health_url), cmocka_unit_test(test_cmdline_run_opts),
         cmocka_unit_test(test_cmdline_log_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

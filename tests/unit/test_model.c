@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,9 +38,15 @@ static int setup(void **state)
     snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/mx-test-model-XXXXXX");
     if (mkdtemp(tmp_dir) == NULL)
         return -1;
+    /* as a config's directory is known: without symbolic links */
+    char real[PATH_MAX];
+    if (realpath(tmp_dir, real) == NULL || strlen(real) >= sizeof(tmp_dir))
+        return -1;
+    memcpy(tmp_dir, real, strlen(real) + 1);
     setenv("HOME", tmp_dir, 1);
     unsetenv("MCPLEX_CONFIG");
     unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_STATE_HOME");
     return 0;
 }
 
@@ -132,15 +139,19 @@ static const char design_example[] =
 
 static void test_model_design_example(void **state)
 {
+    char cwd[PATH_MAX], trace[PATH_MAX + 32];
     (void)state;
     struct mx_config *cfg = parse_ok(design_example);
     assert_string_equal(cfg->path, "t.toml");
+    /* a relative path is the file's, and t.toml is in the working directory */
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(trace, sizeof(trace), "%s/mcplex-trace.jsonl", cwd);
     assert_string_equal(cfg->listen.address, "127.0.0.1:8443");
     assert_true(cfg->listen.tls);
     assert_string_equal(cfg->listen.client_token_ref, "vault:client");
     assert_null(cfg->listen.client_token);
     assert_int_equal(cfg->listen.allowed_origins.cnt, 0);
-    assert_string_equal(cfg->proxy.trace, "mcplex-trace.jsonl");
+    assert_string_equal(cfg->proxy.trace, trace);
     assert_string_equal(cfg->proxy.vault, tmp_path(".config/mcplex/vault").s);
     assert_string_equal(cfg->proxy.state_dir, tmp_path(".local/state/mcplex").s);
     assert_int_equal(cfg->server_cnt, 3);
@@ -694,6 +705,56 @@ static void test_model_path_expand(void **state)
     setenv("HOME", tmp_dir, 1);
 }
 
+static void test_model_path_resolve(void **state)
+{
+    char cwd[PATH_MAX];
+    (void)state;
+    static const struct {
+        const char *dir, *in, *want;
+    } cases[] = {
+        {"/etc/mcplex", "t.jsonl", "/etc/mcplex/t.jsonl"},
+        {"/etc/mcplex/", "./t.jsonl", "/etc/mcplex/t.jsonl"},
+        {"/etc/mcplex", ".//a/./b", "/etc/mcplex/a/./b"},
+        {"/etc/mcplex", "../x", "/etc/mcplex/../x"},
+        {"/etc/mcplex", ".", "/etc/mcplex"},
+        {"/", "t.jsonl", "/t.jsonl"},
+        {"/etc/mcplex", "/var/t.jsonl", "/var/t.jsonl"},
+        {"/etc/mcplex", "~user/x", "/etc/mcplex/~user/x"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *p = mx_path_resolve(cases[i].dir, cases[i].in);
+        if (strcmp(p, cases[i].want) != 0)
+            fail_msg("resolve(%s, %s) = %s, want %s", cases[i].dir, cases[i].in, p, cases[i].want);
+        free(p);
+    }
+    char *p = mx_path_resolve("/etc/mcplex", "~/x");
+    assert_string_equal(p, tmp_path("x").s);
+    free(p);
+
+    /* no directory: the working one; a file's directory without symbolic links */
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(mkdir(tmp_path("pr").s, 0700), 0);
+    assert_int_equal(symlink(tmp_path("pr").s, tmp_path("link").s), 0);
+    assert_int_equal(chdir(tmp_path("pr").s), 0);
+    p = mx_path_resolve(NULL, "a/b");
+    assert_string_equal(p, tmp_path("pr/a/b").s);
+    free(p);
+    p = mx_path_dir_of("c.toml");
+    assert_string_equal(p, tmp_path("pr").s);
+    free(p);
+    assert_int_equal(chdir(cwd), 0);
+    p = mx_path_dir_of(tmp_path("link/c.toml").s);
+    assert_string_equal(p, tmp_path("pr").s);
+    free(p);
+    /* a directory that does not exist is still made absolute */
+    p = mx_path_dir_of("/nonexistent/mx/c.toml");
+    assert_string_equal(p, "/nonexistent/mx");
+    free(p);
+    p = mx_path_dir_of("/c.toml");
+    assert_string_equal(p, "/");
+    free(p);
+}
+
 static void test_model_find(void **state)
 {
     char cwd[1024];
@@ -762,6 +823,40 @@ static void test_model_load(void **state)
     mx_config_free(NULL);
 }
 
+/* [listen] and [proxy] alone: an error elsewhere does not stop a command
+ * that only needs to find the gateway; one in [listen] or in the TOML does. */
+static void test_model_load_listen(void **state)
+{
+    struct mx_config *cfg = NULL;
+    struct mx_diag d;
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    struct path p = tmp_path("listen.toml");
+    const char *path = p.s;
+    write_file(path,
+               "[listen]\naddress = \"127.0.0.1:9001\"\ntls = false\n[proxy]\nstate_dir = \"st\"\n"
+               "[servers.bad]\nurl = \"ftp://x.example/\"\n[unknown]\nx = 1\n",
+               0600);
+    assert_int_equal(mx_config_load(path, &cfg, &d), MX_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), 0);
+    assert_string_equal(cfg->listen.address, "127.0.0.1:9001");
+    assert_false(cfg->listen.tls);
+    assert_string_equal(cfg->proxy.state_dir, tmp_path("st").s);
+    assert_int_equal(cfg->server_cnt, 0);
+    mx_config_free(cfg);
+
+    write_file(path, "[listen]\naddress = \"127.0.0.1\"\n[servers.x]\nurl = \"https://x/\"\n",
+               0600);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), MX_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(d.line, 2);
+    write_file(path, "[listen]\naddress = \"127.0.0.1:1\"\n[servers.x\n", 0600);
+    assert_int_equal(mx_config_load_listen(path, &cfg, &d), MX_EINVAL);
+    assert_int_equal(d.line, 3);
+    assert_int_equal(mx_config_load_listen(tmp_path("none.toml").s, &cfg, &d), MX_ENOTFOUND);
+}
+
 static void test_model_resolve_secrets(void **state)
 {
     struct mx_diag d;
@@ -806,6 +901,129 @@ static void test_model_resolve_secrets(void **state)
     assert_int_equal(d.col, 16);
     assert_non_null(strstr(d.msg, "client_token: env:MX_TEST_UNSET"));
     mx_config_free(cfg);
+}
+
+/*
+ * Paths in a config file are the file's: written relative, they resolve
+ * against its directory (as nginx, Caddy and systemd units do), whatever the
+ * process's working directory; "~/" and absolute paths are kept.
+ */
+static void test_model_relative_paths(void **state)
+{
+    char cwd[1024];
+    struct mx_config *cfg = NULL;
+    struct mx_diag d;
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(mkdir(tmp_path("conf").s, 0700), 0);
+    assert_int_equal(mkdir(tmp_path("elsewhere").s, 0700), 0);
+    write_file(tmp_path("conf/rel.toml").s,
+               "[listen]\ncert = \"certs/c.pem\"\nkey = \"./certs/k.pem\"\n"
+               "[proxy]\ntrace = \"t.jsonl\"\nvault = \"../v/vault\"\nstate_dir = \"state\"\n"
+               "[servers.kid]\ncommand = [\"./run.sh\"]\ncwd = \"work\"\n"
+               "[servers.web]\nurl = \"https://w.example/\"\nca = \"ca.pem\"\n",
+               0600);
+    /* from another directory, naming the config by a relative path */
+    assert_int_equal(chdir(tmp_path("elsewhere").s), 0);
+    assert_int_equal(mx_config_load("../conf/rel.toml", &cfg, &d), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_string_equal(cfg->dir, tmp_path("conf").s);
+    assert_string_equal(cfg->listen.cert, tmp_path("conf/certs/c.pem").s);
+    assert_string_equal(cfg->listen.key, tmp_path("conf/certs/k.pem").s);
+    assert_string_equal(cfg->proxy.trace, tmp_path("conf/t.jsonl").s);
+    assert_string_equal(cfg->proxy.vault, tmp_path("conf/../v/vault").s);
+    assert_string_equal(cfg->proxy.state_dir, tmp_path("conf/state").s);
+    assert_string_equal(cfg->servers[0].cwd, tmp_path("conf/work").s);
+    /* a command is looked up as the system does, not as a path of the file */
+    assert_string_equal(cfg->servers[0].command.v[0], "./run.sh");
+    assert_string_equal(cfg->servers[1].ca, tmp_path("conf/ca.pem").s);
+    mx_config_free(cfg);
+
+    /* "~/" and absolute paths are not the file's */
+    write_file(tmp_path("conf/abs.toml").s,
+               "[proxy]\ntrace = \"~/t.jsonl\"\nstate_dir = \"/var/tmp/mx\"\n", 0600);
+    assert_int_equal(mx_config_load(tmp_path("conf/abs.toml").s, &cfg, &d), 0);
+    assert_string_equal(cfg->dir, tmp_path("conf").s);
+    assert_string_equal(cfg->proxy.trace, tmp_path("t.jsonl").s);
+    assert_string_equal(cfg->proxy.state_dir, "/var/tmp/mx");
+    mx_config_free(cfg);
+
+    /* a config with no file (parsed from text) has the working directory */
+    assert_int_equal(chdir(tmp_path("elsewhere").s), 0);
+    const char *text = "[proxy]\ntrace = \"t.jsonl\"\n";
+    assert_int_equal(mx_config_parse(NULL, text, strlen(text), &cfg, &d), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_string_equal(cfg->dir, tmp_path("elsewhere").s);
+    assert_string_equal(cfg->proxy.trace, tmp_path("elsewhere/t.jsonl").s);
+    mx_config_free(cfg);
+}
+
+/* A relative file: secret is the config file's too, and a failure names
+ * the absolute path it tried, never a value. */
+static void test_model_relative_file_secret(void **state)
+{
+    char cwd[1024];
+    char canary[33];
+    struct mx_config *cfg = NULL;
+    struct mx_diag d;
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    mx_rand_hex(canary, sizeof(canary));
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(mkdir(tmp_path("sconf").s, 0700), 0);
+    assert_int_equal(mkdir(tmp_path("sconf/sub").s, 0700), 0);
+    write_file(tmp_path("sconf/tok.txt").s, canary, 0600);
+    write_file(tmp_path("sconf/sub/env.txt").s, "child", 0600);
+    write_file(tmp_path("sconf/ok.toml").s,
+               "[servers.up]\nurl = \"https://x.example/\"\nsecret = \"file:tok.txt\"\n"
+               "[servers.kid]\ncommand = [\"x\"]\nenv = [\"TOKEN=file:./sub/env.txt\"]\n",
+               0600);
+    write_file(tmp_path("sconf/bad.toml").s,
+               "[servers.up]\nurl = \"https://x.example/\"\nsecret = \"file:tok.txt\"\n"
+               "[servers.gone]\nurl = \"https://y.example/\"\nsecret = \"file:missing.txt\"\n",
+               0600);
+    assert_int_equal(chdir(tmp_dir), 0);
+    assert_int_equal(mx_config_load("sconf/ok.toml", &cfg, &d), 0);
+    int rc = mx_config_resolve_secrets(cfg, &d);
+    if (rc)
+        print_error("%s\n", d.msg);
+    assert_int_equal(rc, 0);
+    assert_true(mx_secret_equal(cfg->servers[0].secret, canary, strlen(canary)));
+    assert_true(mx_secret_equal(cfg->servers[1].env_secret[0], "child", 5));
+    /* the reference is shown as written */
+    assert_string_equal(cfg->servers[0].secret_ref, "file:tok.txt");
+    mx_config_free(cfg);
+
+    assert_int_equal(mx_config_load("sconf/bad.toml", &cfg, &d), 0);
+    assert_int_equal(mx_config_resolve_secrets(cfg, &d), MX_ENOTFOUND);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(d.line, 6);
+    assert_non_null(strstr(d.msg, "server 'gone': file:missing.txt"));
+    assert_non_null(strstr(d.msg, tmp_path("sconf/missing.txt").s));
+    assert_null(strstr(d.msg, canary));
+    mx_config_free(cfg);
+}
+
+/* The default vault follows $XDG_CONFIG_HOME and the default state dir
+ * $XDG_STATE_HOME; a relative value is ignored, as the spec says. */
+static void test_model_xdg_defaults(void **state)
+{
+    (void)state;
+    setenv("XDG_CONFIG_HOME", "/xdg-config", 1);
+    setenv("XDG_STATE_HOME", "/xdg-state/", 1);
+    struct mx_config *cfg = parse_ok("");
+    assert_string_equal(cfg->proxy.vault, "/xdg-config/mcplex/vault");
+    assert_string_equal(cfg->proxy.state_dir, "/xdg-state/mcplex");
+    mx_config_free(cfg);
+    setenv("XDG_CONFIG_HOME", "rel", 1);
+    setenv("XDG_STATE_HOME", "", 1);
+    cfg = parse_ok("");
+    assert_string_equal(cfg->proxy.vault, tmp_path(".config/mcplex/vault").s);
+    assert_string_equal(cfg->proxy.state_dir, tmp_path(".local/state/mcplex").s);
+    mx_config_free(cfg);
+    unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_STATE_HOME");
 }
 
 /*
@@ -1056,9 +1274,14 @@ int main(void)
         cmocka_unit_test_teardown(test_model_errors_teach, no_leaks),
         cmocka_unit_test_teardown(test_model_bare_secret_not_quoted, no_leaks),
         cmocka_unit_test_teardown(test_model_path_expand, no_leaks),
+        cmocka_unit_test_teardown(test_model_path_resolve, no_leaks),
         cmocka_unit_test_teardown(test_model_find, no_leaks),
         cmocka_unit_test_teardown(test_model_load, no_leaks),
+        cmocka_unit_test_teardown(test_model_load_listen, no_leaks),
         cmocka_unit_test_teardown(test_model_resolve_secrets, no_leaks),
+        cmocka_unit_test_teardown(test_model_relative_paths, no_leaks),
+        cmocka_unit_test_teardown(test_model_relative_file_secret, no_leaks),
+        cmocka_unit_test_teardown(test_model_xdg_defaults, no_leaks),
         cmocka_unit_test_teardown(test_model_aggregate_keys, no_leaks),
         cmocka_unit_test_teardown(test_model_check_command, no_leaks),
         cmocka_unit_test_teardown(test_model_no_servers_warns, no_leaks),

@@ -89,7 +89,7 @@ static struct mx_secret *resolve(const char *ref, int want_rc, const char *want_
     struct mx_secret *s = NULL;
     struct mx_diag d;
     memset(&d, 0, sizeof(d));
-    int rc = mx_secret_resolve(ref, tmp_path("vault").s, &s, &d);
+    int rc = mx_secret_resolve(ref, tmp_path("vault").s, NULL, &s, &d);
     if (rc != want_rc || (want_msg && strstr(d.msg, want_msg) == NULL))
         print_error("%s: rc %d (want %d), msg \"%s\" (want \"%s\")\n", ref, rc, want_rc, d.msg,
                     want_msg ? want_msg : "");
@@ -205,6 +205,39 @@ static void test_secret_file_refused_when_open_to_others(void **state)
     resolve(ref, MX_EPERM, "secret file is not a regular file");
 }
 
+/* A relative file: path is taken in the directory given (a config's), else
+ * the working directory; a failure names the absolute path it tried. */
+static void test_secret_file_relative(void **state)
+{
+    char cwd[1024], want[512];
+    struct mx_secret *s = NULL;
+    struct mx_diag d;
+    (void)state;
+    memset(&d, 0, sizeof(d));
+    assert_int_equal(mkdir(tmp_path("rel").s, 0700), 0);
+    write_text(tmp_path("rel/tok").s, canary, 0600);
+    assert_int_equal(mx_secret_resolve("file:tok", NULL, tmp_path("rel").s, &s, &d), 0);
+    assert_true(mx_secret_equal(s, canary, strlen(canary)));
+    mx_secret_free(s);
+    assert_int_equal(mx_secret_resolve("file:./tok", NULL, tmp_path("rel").s, &s, &d), 0);
+    mx_secret_free(s);
+
+    assert_int_equal(mx_secret_resolve("file:gone", NULL, tmp_path("rel").s, &s, &d), MX_ENOTFOUND);
+    snprintf(want, sizeof(want), "file:gone: cannot open secret file %s: No such file",
+             tmp_path("rel/gone").s);
+    if (strstr(d.msg, want) == NULL)
+        fail_msg("\"%s\" lacks \"%s\"", d.msg, want);
+    assert_null(strstr(d.msg, canary));
+
+    /* no directory: the working one */
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir(tmp_path("rel").s), 0);
+    int rc = mx_secret_resolve("file:tok", NULL, NULL, &s, &d);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    mx_secret_free(s);
+}
+
 static void test_secret_cmd(void **state)
 {
     char ref[300], script[512];
@@ -279,7 +312,7 @@ static void test_secret_bad_references(void **state)
     resolve("cmd:  ", MX_EINVAL, "cmd: needs a command");
     struct mx_secret *dummy = mx_secret_new("x", 1), *s = dummy;
     struct mx_diag d;
-    assert_int_equal(mx_secret_resolve(NULL, NULL, &s, &d), MX_EINVAL);
+    assert_int_equal(mx_secret_resolve(NULL, NULL, NULL, &s, &d), MX_EINVAL);
     assert_null(s);
     mx_secret_free(dummy);
 }
@@ -468,6 +501,7 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_env, no_leaks),
         cmocka_unit_test_teardown(test_secret_file, no_leaks),
         cmocka_unit_test_teardown(test_secret_file_refused_when_open_to_others, no_leaks),
+        cmocka_unit_test_teardown(test_secret_file_relative, no_leaks),
         cmocka_unit_test_teardown(test_secret_cmd, no_leaks),
         cmocka_unit_test_teardown(test_secret_cmd_timeout, no_leaks),
         cmocka_unit_test_teardown(test_secret_vault, no_leaks),
