@@ -1305,9 +1305,29 @@ static void diag_prefix(struct mx_diag *d, const char *who)
     d->msg[wl + ml] = '\0';
 }
 
-int mx_config_resolve_secrets(struct mx_config *cfg, struct mx_diag *diag)
+int mx_server_resolve_secrets(const struct mx_config *cfg, struct mx_server_cfg *s,
+                              struct mx_diag *diag)
 {
     char who[128];
+    snprintf(who, sizeof(who), "server '%s'", s->name);
+    mx_secret_free(s->secret);
+    s->secret = NULL;
+    int rc = mx_config_resolve_ref(cfg, s, MX_CONFIG_REF_SECRET, &s->secret, diag);
+    for (size_t j = 0; j < s->env.cnt && rc == 0; j++) {
+        mx_secret_free(s->env_secret[j]);
+        s->env_secret[j] = NULL;
+        rc = mx_config_resolve_ref(cfg, s, j, &s->env_secret[j], diag);
+        if (rc)
+            snprintf(who, sizeof(who), "server '%s': env %.*s", s->name,
+                     (int)strcspn(s->env.v[j], "="), s->env.v[j]);
+    }
+    if (rc)
+        diag_prefix(diag, who);
+    return rc;
+}
+
+int mx_config_resolve_secrets(struct mx_config *cfg, struct mx_diag *diag)
+{
     mx_secret_free(cfg->listen.client_token);
     cfg->listen.client_token = NULL;
     int rc = mx_config_resolve_ref(cfg, NULL, 0, &cfg->listen.client_token, diag);
@@ -1315,26 +1335,9 @@ int mx_config_resolve_secrets(struct mx_config *cfg, struct mx_diag *diag)
         diag_prefix(diag, "client_token");
         return rc;
     }
-    for (size_t i = 0; i < cfg->server_cnt; i++) {
-        struct mx_server_cfg *s = &cfg->servers[i];
-        snprintf(who, sizeof(who), "server '%s'", s->name);
-        mx_secret_free(s->secret);
-        s->secret = NULL;
-        rc = mx_config_resolve_ref(cfg, s, MX_CONFIG_REF_SECRET, &s->secret, diag);
-        for (size_t j = 0; j < s->env.cnt && rc == 0; j++) {
-            mx_secret_free(s->env_secret[j]);
-            s->env_secret[j] = NULL;
-            rc = mx_config_resolve_ref(cfg, s, j, &s->env_secret[j], diag);
-            if (rc)
-                snprintf(who, sizeof(who), "server '%s': env %.*s", s->name,
-                         (int)strcspn(s->env.v[j], "="), s->env.v[j]);
-        }
-        if (rc) {
-            diag_prefix(diag, who);
-            return rc;
-        }
-    }
-    return 0;
+    for (size_t i = 0; i < cfg->server_cnt && rc == 0; i++)
+        rc = mx_server_resolve_secrets(cfg, &cfg->servers[i], diag);
+    return rc;
 }
 
 static void server_clear(struct mx_server_cfg *s)

@@ -154,6 +154,9 @@ int mx_config_load_listen(const char *path, struct mx_config **out, struct mx_di
  * the reference.
  */
 int mx_config_resolve_secrets(struct mx_config *cfg, struct mx_diag *diag);
+/* The same for one server of |cfg|: its secret and its env secrets. */
+int mx_server_resolve_secrets(const struct mx_config *cfg, struct mx_server_cfg *s,
+                              struct mx_diag *diag);
 
 /* Wipes secrets and frees; accepts NULL. */
 void mx_config_free(struct mx_config *cfg);

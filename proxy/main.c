@@ -14,6 +14,7 @@ static const struct mx_cmd cmds[] = {
     {"reload", "make a running gateway re-read its config and vault", mx_cmd_reload},
     {"stdio", "serve the aggregate to one client on stdin/stdout", mx_cmd_stdio},
     {"bench", "measure each upstream directly and through the gateway", mx_cmd_bench},
+    {"doctor", "check every upstream, the gateway, the CA and file modes", mx_cmd_doctor},
 };
 
 static void usage(FILE *f)

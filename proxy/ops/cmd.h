@@ -19,5 +19,6 @@ struct mx_cmd {
 int mx_cmd_serve(int argc, char **argv);
 int mx_cmd_stdio(int argc, char **argv);
 int mx_cmd_bench(int argc, char **argv);
+int mx_cmd_doctor(int argc, char **argv);
 
 #endif
