@@ -48,12 +48,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mcplex bench [-c FILE] [--server NAME] [--call TOOL [--args JSON]]\n"
-            "                    [-n N] [--concurrency C] [--json] [--wake] [--merged]\n"
+            "                    [-n N] [--concurrency C] [--json | --wide] [--wake]\n"
+            "                    [--merged]\n"
             "\n"
             "Measures each upstream directly and through the running gateway\n"
             "(/mcp/<server> at the config's [listen] address): TCP connect, TLS\n"
             "handshake, initialize, ping, tools/list and one tools/call, first one\n"
-            "request at a time, then C at a time; prints p50/p90/p99/max and the\n"
+            "request at a time, then C at a time; prints p50/p99 (--wide: p90, max) and the\n"
             "latency the gateway adds. Direct requests carry the upstream's credential\n"
             "from the config (never printed); gateway requests carry the client token\n"
             "when one is configured.\n"
@@ -68,6 +69,8 @@ static void usage(FILE *f)
             "  --concurrency C      requests in flight for the concurrent rows (default\n"
             "                       %d; 1: sequential rows only)\n"
             "  --json               print the results as JSON instead of a table\n"
+            "  --wide               every column (HTTP version, p90, max); the default\n"
+            "                       table fits 100 columns\n"
             "  --wake               also measure the first call after an idle pause: wait\n"
             "                       --wake-after (no requests to the upstream meanwhile),\n"
             "                       then time one call through the gateway\n"
@@ -105,6 +108,7 @@ struct opts {
     const char *cacert;
     bool http1;
     bool merged; /* the gateway side at /mcp, not /mcp/<server> */
+    bool wide;   /* every column; else the table fits 100 columns */
 };
 
 /* One measurement: the same requests direct and through the gateway. */
@@ -514,11 +518,15 @@ static void added_cell(char *out, size_t cap, int64_t d)
 
 static void print_table(struct report *rep, const struct opts *o, const char *gw_base)
 {
-    printf("mcplex bench: %zu requests per row and side, concurrency 1 and %zu, gateway %s%s\n\n",
+    printf("mcplex bench: %zu requests per row and side, concurrency 1 and %zu\ngateway %s%s\n\n",
            o->n, o->conc, gw_base, o->merged ? "/mcp" : "/mcp/<server>");
-    printf("%-14s %-18s %4s %-8s %4s %6s %6s %10s %10s %10s %10s %9s %11s %11s\n", "SERVER",
-           "MEASURE", "C", "PATH", "HTTP", "OK", "ERR", "P50", "P90", "P99", "MAX", "REQ/S",
-           "ADDED P50", "ADDED P99");
+    if (o->wide)
+        printf("%-14s %-18s %4s %-8s %4s %6s %6s %10s %10s %10s %10s %9s %11s %11s\n", "SERVER",
+               "MEASURE", "C", "PATH", "HTTP", "OK", "ERR", "P50", "P90", "P99", "MAX", "REQ/S",
+               "ADDED P50", "ADDED P99");
+    else
+        printf("%-12s %-16s %3s %-7s %5s %4s %8s %8s %6s %9s %9s\n", "SERVER", "MEASURE", "C",
+               "PATH", "OK", "ERR", "P50", "P99", "REQ/S", "ADDED P50", "ADDED P99");
     for (size_t r = 0; r < rep->cnt; r++) {
         struct row *w = &rep->rows[r];
         struct summary s[2] = {summarize(w, 0), summarize(w, 1)};
@@ -536,9 +544,15 @@ static void print_table(struct report *rep, const struct opts *o, const char *gw
                 added_cell(a50, sizeof(a50), s[1].p50 - s[0].p50);
                 added_cell(a99, sizeof(a99), s[1].p99 - s[0].p99);
             }
-            printf("%-14.14s %-18s %4zu %-8s %4s %6zu %6zu %10s %10s %10s %10s %9s %11s %11s\n",
-                   w->server, w->measure, w->conc, PATHS[i], w->http[i], w->st[i].cnt,
-                   w->st[i].errors, p50, p90, p99, mx, rps, a50, a99);
+            if (o->wide)
+                printf("%-14.14s %-18s %4zu %-8s %4s %6zu %6zu %10s %10s %10s %10s %9s %11s "
+                       "%11s\n",
+                       w->server, w->measure, w->conc, PATHS[i], w->http[i], w->st[i].cnt,
+                       w->st[i].errors, p50, p90, p99, mx, rps, a50, a99);
+            else
+                printf("%-12.12s %-16.16s %3zu %-7s %5zu %4zu %8s %8s %6s %9s %9s\n", w->server,
+                       w->measure, w->conc, PATHS[i], w->st[i].cnt, w->st[i].errors, p50, p99, rps,
+                       a50, a99);
         }
     }
     for (size_t r = 0; r < rep->cnt; r++) {
@@ -669,6 +683,9 @@ static int bench_opt(int ch, const char *arg, void *data)
     case 'M':
         o->merged = true;
         break;
+    case 'X':
+        o->wide = true;
+        break;
     }
     return 0;
 }
@@ -689,6 +706,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"cacert", required_argument, NULL, 'A'},
                                        {"http1.1", no_argument, NULL, '1'},
                                        {"merged", no_argument, NULL, 'M'},
+                                       {"wide", no_argument, NULL, 'X'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:n:h", lo, usage, bench_opt, NULL};

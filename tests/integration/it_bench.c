@@ -231,6 +231,20 @@ static void test_bench_sim_every_row(void **state)
     assert_non_null(strstr(out, "tools/list"));
     assert_null(strstr(out, "tools/call")); /* no --call, no call rows */
     assert_null(strstr(out, w.secret));
+    assert_null(strstr(out, " P90 "));
+    /* the table fits 100 columns; --wide has every column */
+    for (const char *l = out; *l;) {
+        size_t n = strcspn(l, "\n");
+        if (n > 100)
+            fail_msg("a line of %zu columns: %.*s", n, (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+    free(out);
+    static const char *const wargs[] = {"-n", "5", "--concurrency", "2", "--wide", NULL};
+    assert_int_equal(run_bench(&w, wargs, &out), 0);
+    assert_non_null(strstr(out, " P90 "));
+    assert_non_null(strstr(out, " MAX "));
+    assert_non_null(strstr(out, "ADDED P99"));
     free(out);
     world_clear(&w);
     mx_it_pass();
