@@ -40,9 +40,13 @@ cp examples/configs/demo.toml "$work/demo.toml"
 "$build/mcplex" serve -c "$work/demo.toml" &
 pids+=($!)
 
-base=http://127.0.0.1:8480
+# TLS, the default: mcplex makes a local CA (name-constrained to localhost)
+# and a localhost certificate in its state_dir at start; clients trust the CA.
+base=https://127.0.0.1:8480
+ca=$work/demo-state/certs/ca.pem
+curl() { command curl --cacert "$ca" "$@"; }
 for _ in $(seq 1 100); do
-    curl -fsS "$base/health" >/dev/null 2>&1 && break
+    [ -f "$ca" ] && curl -fsS "$base/health" >/dev/null 2>&1 && break
     sleep 0.1
 done
 curl -fsS "$base/health" >/dev/null || { echo "demo: mcplex did not start" >&2; exit 1; }
@@ -53,6 +57,9 @@ echo "  $base/mcp              (both sandboxes merged into one MCP server)"
 echo "  $base/mcp/files        (sandbox 'files' alone, cookie credential injected)"
 echo "  $base/mcp/everything   (sandbox 'everything' alone, bearer credential injected)"
 echo "  $base/health"
+echo "over TLS with the local CA $ca"
+echo "(\`mcplex certs trust\` adds it to the system store; Node-based clients:"
+echo " NODE_EXTRA_CA_CERTS=$ca)"
 echo
 
 # One real call through the gateway: initialize, tools/list, then tools/call.
