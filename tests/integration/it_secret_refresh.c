@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Credentials that expire. A sandbox-sim whose accepted token rotates at
+ * run time (POST /__control {"credential": ...}) behind mcplex, with a
+ * secret that a small script prints from a token file, counting its runs
+ * in another file.
+ *
+ * - A `cmd:` secret: after the rotation, five calls sent together through
+ *   /mcp/<server> all get 401, the script runs exactly once more, and all
+ *   five succeed with the new token (each run once by the sim); then a
+ *   call through /mcp needs no other run. A reload whose `cmd:` prints the
+ *   refreshed token leaves the server unchanged (its session goes on).
+ *   The sim echoes the credential it got (--whoami-credential): the trace
+ *   shows the refreshed token masked.
+ * - A `refresh = "cmd:..."` key beside a `file:` secret: the same renewal;
+ *   and when the command fails, prints nothing, prints a token the sim
+ *   refuses too, or hangs past its bound, the call fails with -32011
+ *   naming the server and its secret reference, having been sent once
+ *   (twice for the refused new token, never more).
+ *
+ * No token appears in any log, the trace, or anything the test kept.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "alloc.h"
+#include "harness.h"
+
+#define CALLS 5 /* sent together after the rotation */
+
+static const char *const json_hdrs[] = {"Content-Type: application/json",
+                                        "Accept: application/json, text/event-stream", NULL};
+
+/* What one test sets up: the files outside the test directory (they hold
+ * tokens), the sim and mcplex. */
+struct rig {
+    char *dir;        /* <test dir>.cfg */
+    char *token_path; /* what the script prints */
+    char *mode_path;  /* "ok", "fail", "empty", "slow" */
+    char *count_path; /* one line per run, in the test directory */
+    char *script;
+    char *cfg_path;
+    char *trace_path;
+    int sim_port;
+    int port;
+    pid_t mcplex;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    assert_int_equal(mx_it_write_file(path, text, strlen(text)), 0);
+}
+
+/* The script: counts its run, then prints the token file (or fails, prints
+ * nothing, or hangs, as the mode file says). */
+static void rig_files(struct rig *r, const char *token)
+{
+    r->dir = mx_xasprintf("%s.cfg", mx_it_dir());
+    char *cmd = mx_xasprintf("rm -rf '%s' && mkdir -m 700 '%s'", r->dir, r->dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    r->token_path = mx_xasprintf("%s/token", r->dir);
+    r->mode_path = mx_xasprintf("%s/mode", r->dir);
+    r->count_path = mx_it_path("runs.txt");
+    r->script = mx_xasprintf("%s/print-token.sh", r->dir);
+    r->cfg_path = mx_xasprintf("%s/mcplex.toml", r->dir);
+    r->trace_path = mx_it_path("trace.jsonl");
+    write_text(r->token_path, token);
+    write_text(r->mode_path, "ok");
+    write_text(r->count_path, "");
+    write_text(r->script, "#!/bin/sh\n"
+                          "echo run >> \"$1\"\n"
+                          "case \"$(cat \"$3\")\" in\n"
+                          "fail) exit 1 ;;\n"
+                          "empty) exit 0 ;;\n"
+                          "slow) exec sleep 30 ;;\n"
+                          "esac\n"
+                          "sleep 0.3\n" /* calls refused meanwhile join this run */
+                          "exec cat \"$2\"\n");
+    assert_int_equal(chmod(r->script, 0700), 0);
+}
+
+static void rig_clear(struct rig *r)
+{
+    char *cmd = mx_xasprintf("rm -rf '%s'", r->dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    free(r->dir);
+    free(r->token_path);
+    free(r->mode_path);
+    free(r->count_path);
+    free(r->script);
+    free(r->cfg_path);
+    free(r->trace_path);
+}
+
+static int runs(const struct rig *r)
+{
+    char *text = mx_it_read_file(r->count_path, NULL);
+    assert_non_null(text);
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    free(text);
+    return n;
+}
+
+/* mcplex in front of the sim as server |name|: |secret_lines| the server's
+ * credential keys. */
+static void rig_start(struct rig *r, const char *name, const char *secret_lines)
+{
+    r->port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[proxy]\nstate_dir = \"%s\"\ntrace = \"%s\"\n"
+                             "[servers.%s]\nurl = \"http://127.0.0.1:%d/mcp\"\n%s",
+                             r->port, mx_it_dir(), r->trace_path, name, r->sim_port, secret_lines);
+    write_text(r->cfg_path, cfg);
+    free(cfg);
+    r->mcplex = mx_it_start_mcplex(r->cfg_path, r->port);
+    assert_true(r->mcplex > 0);
+}
+
+/* The sim accepts |next| from now on, and the script prints it. */
+static void rotate(const struct rig *r, const char *current, const char *next, bool file_too)
+{
+    char *url = mx_xasprintf("http://127.0.0.1:%d/__control", r->sim_port);
+    char *auth = mx_xasprintf("Authorization: Bearer %s", current);
+    const char *hdrs[] = {"Content-Type: application/json", auth, NULL};
+    char *body = mx_xasprintf("{\"credential\":\"%s\"}", next);
+    long status = 0;
+    char *resp = NULL;
+    assert_int_equal(mx_it_http("POST", url, hdrs, body, &status, &resp), 0);
+    if (status != 200)
+        fail_msg("the sim did not take the new credential: HTTP %ld", status);
+    if (file_too)
+        write_text(r->token_path, next);
+    free(resp);
+    free(body);
+    free(auth);
+    free(url);
+}
+
+static char *call_body(int id, const char *tool, const char *message)
+{
+    if (message == NULL)
+        return mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+                            "{\"name\":\"%s\",\"arguments\":{}}}",
+                            id, tool);
+    return mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+                        "{\"name\":\"%s\",\"arguments\":{\"message\":\"%s\"}}}",
+                        id, tool, message);
+}
+
+/* One tools/call on session |sid| at |url|. */
+static void call(const char *url, const char *sid, int id, const char *tool, const char *message,
+                 struct mx_it_answer *a)
+{
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *hdrs[] = {json_hdrs[0], json_hdrs[1], sid_h, NULL};
+    char *body = call_body(id, tool, message);
+    memset(a, 0, sizeof(*a));
+    assert_int_equal(mx_it_http_full("POST", url, hdrs, body, 30000, &a->status, &a->headers,
+                                     &a->body),
+                     0);
+    mx_it_answer_parse(a);
+    free(body);
+    free(sid_h);
+}
+
+static void expect_echo(struct mx_it_answer *a, const char *want)
+{
+    const char *text = mx_it_first_text(mx_it_result(a));
+    if (text == NULL || strcmp(text, want) != 0)
+        fail_msg("echo %s answered HTTP %ld: %s", want, a->status, a->body ? a->body : "");
+}
+
+static void echo_ok(const char *url, const char *sid, int id, const char *message)
+{
+    struct mx_it_answer a;
+    call(url, sid, id, "echo", message, &a);
+    expect_echo(&a, message);
+    mx_it_answer_clear(&a);
+}
+
+/* ---- several calls at once ---- */
+
+struct pending {
+    char *body;
+    char *resp;
+    size_t len;
+    struct curl_slist *hdrs;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *data)
+{
+    struct pending *q = data;
+    size_t add = size * n;
+    q->resp = mx_xrealloc(q->resp, q->len + add + 1);
+    memcpy(q->resp + q->len, p, add);
+    q->len += add;
+    q->resp[q->len] = '\0';
+    return add;
+}
+
+/* |cnt| echo calls "c<i>" on session |sid|, all sent before any answer is
+ * read; each must answer its own message. */
+static void echo_together(const char *url, const char *sid, int cnt)
+{
+    CURLM *m = curl_multi_init();
+    struct pending q[CALLS];
+    CURL *h[CALLS];
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    assert_true(cnt <= CALLS);
+    for (int i = 0; i < cnt; i++) {
+        char msg[16];
+        snprintf(msg, sizeof(msg), "c%d", i);
+        memset(&q[i], 0, sizeof(q[i]));
+        q[i].body = call_body(100 + i, "echo", msg);
+        q[i].hdrs = curl_slist_append(NULL, json_hdrs[0]);
+        q[i].hdrs = curl_slist_append(q[i].hdrs, json_hdrs[1]);
+        q[i].hdrs = curl_slist_append(q[i].hdrs, sid_h);
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, q[i].body);
+        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, q[i].hdrs);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &q[i]);
+        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 30000L);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = 1;
+    double deadline = now_s() + 40.0;
+    while (running > 0 && now_s() < deadline) {
+        assert_int_equal(curl_multi_perform(m, &running), CURLM_OK);
+        if (running > 0)
+            assert_int_equal(curl_multi_poll(m, NULL, 0, 100, NULL), CURLM_OK);
+    }
+    assert_int_equal(running, 0);
+    for (int i = 0; i < cnt; i++) {
+        char want[16];
+        long status = 0;
+        snprintf(want, sizeof(want), "c%d", i);
+        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &status);
+        struct mx_it_answer a = {0};
+        a.status = status;
+        a.body = q[i].resp ? q[i].resp : mx_xstrdup("");
+        mx_it_answer_parse(&a);
+        expect_echo(&a, want);
+        mx_it_answer_clear(&a);
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+        curl_slist_free_all(q[i].hdrs);
+        free(q[i].body);
+    }
+    curl_multi_cleanup(m);
+    free(sid_h);
+}
+
+/* ---- what the sim saw ---- */
+
+static json_int_t stat_of(const struct rig *r, const char *token, const char *group,
+                          const char *key)
+{
+    json_t *s = mx_it_sim_stats(r->sim_port, token);
+    assert_non_null(s);
+    json_t *v = group ? json_object_get(json_object_get(s, group), key) : json_object_get(s, key);
+    json_int_t n = json_integer_value(v);
+    json_decref(s);
+    return n;
+}
+
+static void assert_no_tokens(const char *const *tokens, size_t cnt)
+{
+    const char *paths[] = {mx_it_dir(), NULL};
+    int hits = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        char **files = NULL;
+        int n = mx_it_scan_for(paths, tokens[i], &files);
+        assert_true(n >= 0);
+        for (char **f = files; f && *f; f++)
+            fprintf(stderr, "token %zu found in %s\n", i, *f);
+        hits += n;
+        mx_it_strv_free(files);
+    }
+    assert_int_equal(hits, 0);
+}
+
+static json_t *health(const struct rig *r)
+{
+    char *url = mx_xasprintf("http://127.0.0.1:%d/health", r->port);
+    long status = 0;
+    char *body = NULL;
+    assert_int_equal(mx_it_http("GET", url, NULL, NULL, &status, &body), 0);
+    assert_int_equal(status, 200);
+    json_t *h = json_loads(body, 0, NULL);
+    assert_non_null(h);
+    free(body);
+    free(url);
+    return h;
+}
+
+static const char *upstream_state(json_t *h)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(h, "upstreams"), 0),
+                                             "state"));
+}
+
+/* ---- the scenarios ---- */
+
+static void test_cmd_secret_rotates(void **state)
+{
+    (void)state;
+    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE];
+    mx_it_canary(t1, sizeof(t1));
+    mx_it_canary(t2, sizeof(t2));
+    struct rig r = {0};
+    rig_files(&r, t1);
+    const char *sim_args[] = {"--name", "rot", "--whoami-credential", "yes", NULL};
+    assert_true(mx_it_start_sim("rot", t1, sim_args, &r.sim_port) > 0);
+    char *secret = mx_xasprintf("secret = \"cmd:%s %s %s %s\"\n", r.script, r.count_path,
+                                r.token_path, r.mode_path);
+    rig_start(&r, "rot", secret);
+    assert_int_equal(runs(&r), 1); /* resolved at start */
+
+    char *one = mx_xasprintf("http://127.0.0.1:%d/mcp/rot", r.port);
+    char *all = mx_xasprintf("http://127.0.0.1:%d/mcp", r.port);
+    char sid[128], sid_all[128];
+    mx_it_open_session(one, "refresh-one", sid, sizeof(sid));
+    echo_ok(one, sid, 2, "before");
+
+    rotate(&r, t1, t2, true);
+    echo_together(one, sid, CALLS);
+    if (runs(&r) != 2)
+        fail_msg("the command ran %d times after %d calls were refused together, not once",
+                 runs(&r) - 1, CALLS);
+    /* each call ran once: the 401s did not run it */
+    assert_int_equal(stat_of(&r, t2, "tools", "echo"), 1 + CALLS);
+    fprintf(stderr, "# 401s the sim answered: %lld\n",
+            (long long)stat_of(&r, t2, NULL, "unauthorized"));
+
+    /* /mcp: the same upstream, the new token, no further run */
+    mx_it_open_session(all, "refresh-all", sid_all, sizeof(sid_all));
+    echo_ok(all, sid_all, 3, "merged");
+    assert_int_equal(runs(&r), 2);
+
+    /* the sim hands its credential back: the client sees it (a tool result
+     * is passed through), the trace has it masked */
+    struct mx_it_answer a;
+    call(one, sid, 4, "whoami", NULL, &a);
+    const char *text = mx_it_first_text(mx_it_result(&a));
+    assert_non_null(text);
+    assert_non_null(strstr(text, "rot got: Bearer "));
+    if (strstr(text, t2) == NULL)
+        fail_msg("whoami did not answer the refreshed credential");
+    mx_it_answer_clear(&a);
+    if (mx_it_trace_wait(r.trace_path, "s2c", "rot", "rot got: Bearer ***", 1, 5000) < 1)
+        fail_msg("the trace does not show the refreshed credential masked");
+
+    /* a reload whose cmd: prints the refreshed token: the server is unchanged */
+    assert_int_equal(mx_it_signal(r.mcplex, SIGHUP), 0);
+    json_int_t ok = 0;
+    for (int i = 0; i < 200 && ok == 0; i++) {
+        json_t *h = health(&r);
+        ok = json_integer_value(json_object_get(json_object_get(h, "reload"), "ok"));
+        json_decref(h);
+        if (ok == 0) {
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal(ok, 1);
+    assert_int_equal(runs(&r), 3); /* resolved by the reload */
+    char *log = mx_it_read_file(mx_it_path("mcplex.log"), NULL);
+    assert_non_null(log);
+    if (strstr(log, "1 upstreams unchanged, 0 joined, 0 retiring") == NULL)
+        fail_msg("the reload took the refreshed credential for a changed server");
+    free(log);
+    echo_ok(one, sid, 5, "after reload");
+    assert_int_equal(runs(&r), 3);
+    json_t *h = health(&r);
+    assert_string_equal(upstream_state(h), "up");
+    json_decref(h);
+
+    assert_int_equal(mx_it_signal(r.mcplex, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(r.mcplex, 10000) >= 0);
+    const char *tokens[] = {t1, t2};
+    assert_no_tokens(tokens, 2);
+    free(one);
+    free(all);
+    free(secret);
+    rig_clear(&r);
+    mx_it_pass();
+}
+
+/* One call that must fail as auth-failed, naming the server, its secret
+ * reference and |why|, having reached the sim |sent| times. */
+static void refused_call(const struct rig *r, const char *url, const char *sid, const char *token,
+                         const char *why, int sent, double max_s)
+{
+    json_int_t before = stat_of(r, token, NULL, "unauthorized");
+    struct mx_it_answer a;
+    double t0 = now_s();
+    call(url, sid, 7, "echo", "refused", &a);
+    double secs = now_s() - t0;
+    const char *msg =
+        json_string_value(json_object_get(json_object_get(a.msg, "error"), "message"));
+    fprintf(stderr, "# %.2f s: %s\n", secs, msg ? msg : "(no error)");
+    if (mx_it_error_code(&a) != -32011 || msg == NULL || strstr(msg, "'keyed'") == NULL ||
+        strstr(msg, "auth-failed") == NULL || strstr(msg, "check the secret file:") == NULL ||
+        strstr(msg, why) == NULL)
+        fail_msg("expected -32011 naming 'keyed', its secret and \"%s\": %s", why,
+                 a.body ? a.body : "");
+    if (secs > max_s)
+        fail_msg("the refused call took %.2f s, more than %.1f s", secs, max_s);
+    mx_it_answer_clear(&a);
+    json_int_t sent_now = stat_of(r, token, NULL, "unauthorized") - before;
+    if (sent_now != sent)
+        fail_msg("the refused call reached the sim %lld times, not %d", (long long)sent_now, sent);
+}
+
+static void test_refresh_key_and_failures(void **state)
+{
+    (void)state;
+    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE], t3[MX_IT_CANARY_SIZE];
+    mx_it_canary(t1, sizeof(t1));
+    mx_it_canary(t2, sizeof(t2));
+    mx_it_canary(t3, sizeof(t3));
+    struct rig r = {0};
+    rig_files(&r, t1);
+    assert_int_equal(chmod(r.token_path, 0600), 0);
+    assert_true(mx_it_start_sim("keyed", t1, NULL, &r.sim_port) > 0);
+    /* the refresh is bounded by wake_timeout (2 s) */
+    char *keys = mx_xasprintf("secret = \"file:%s\"\nrefresh = \"cmd:%s %s %s %s\"\n"
+                              "wake_timeout = \"2s\"\n",
+                              r.token_path, r.script, r.count_path, r.token_path, r.mode_path);
+    rig_start(&r, "keyed", keys);
+    assert_int_equal(runs(&r), 0); /* a refresh command runs only when refused */
+
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp/keyed", r.port);
+    char sid[128];
+    mx_it_open_session(url, "refresh-key", sid, sizeof(sid));
+    echo_ok(url, sid, 2, "first");
+
+    rotate(&r, t1, t2, true);
+    echo_ok(url, sid, 3, "renewed");
+    assert_int_equal(runs(&r), 1);
+
+    /* the sim moves on to t3; the file still holds t2 */
+    rotate(&r, t2, t3, false);
+    write_text(r.mode_path, "fail");
+    refused_call(&r, url, sid, t3, "exited with status 1", 1, 5.0);
+    assert_int_equal(runs(&r), 2);
+    write_text(r.mode_path, "empty");
+    refused_call(&r, url, sid, t3, "printed nothing", 1, 5.0);
+    assert_int_equal(runs(&r), 3);
+    /* a new token the sim refuses too: one retry, then the answer is final */
+    write_text(r.mode_path, "ok");
+    refused_call(&r, url, sid, t3, "refused its credential (HTTP 401)", 2, 5.0);
+    assert_int_equal(runs(&r), 4);
+    write_text(r.mode_path, "slow");
+    refused_call(&r, url, sid, t3, "did not finish within 2 s", 1, 4.0);
+    assert_int_equal(runs(&r), 5);
+    json_t *h = health(&r);
+    assert_string_equal(upstream_state(h), "auth-failed");
+    json_decref(h);
+
+    /* the command prints the sim's token again: back in service */
+    write_text(r.token_path, t3);
+    write_text(r.mode_path, "ok");
+    echo_ok(url, sid, 8, "recovered");
+    assert_int_equal(runs(&r), 6);
+    h = health(&r);
+    assert_string_equal(upstream_state(h), "up");
+    json_decref(h);
+
+    assert_int_equal(mx_it_signal(r.mcplex, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(r.mcplex, 10000) >= 0);
+    const char *tokens[] = {t1, t2, t3};
+    assert_no_tokens(tokens, 3);
+    free(url);
+    free(keys);
+    rig_clear(&r);
+    mx_it_pass();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cmd_secret_rotates, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_refresh_key_and_failures, mx_it_setup,
+                                        mx_it_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
