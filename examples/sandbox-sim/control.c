@@ -326,14 +326,16 @@ static void control(struct mx_sim *sim, struct mx_req *req)
             size_t n = json_string_length(v);
             const char *p = json_string_value(v);
             if (sim->auth_mode == MX_SIM_AUTH_NONE) {
-                snprintf(err, sizeof(err), "credential: the sim takes none (start it with "
-                                           "--bearer-env or --cookie)");
+                snprintf(err, sizeof(err),
+                         "credential: the sim takes none (start it with "
+                         "--bearer-env or --cookie)");
                 break;
             }
             if (p == NULL || n == 0 || n > 4096 || memchr(p, '\r', n) || memchr(p, '\n', n) ||
                 memchr(p, '\0', n)) {
-                snprintf(err, sizeof(err), "credential must be a string of 1 to 4096 bytes "
-                                           "without CR, LF or NUL");
+                snprintf(err, sizeof(err),
+                         "credential must be a string of 1 to 4096 bytes "
+                         "without CR, LF or NUL");
                 break;
             }
             credential = v;

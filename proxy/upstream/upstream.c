@@ -105,6 +105,17 @@ enum mx_upstream_event mx_upstream_classify_status(const struct mx_upstream *u, 
     return MX_UPSTREAM_EV_OK;
 }
 
+const struct mx_secret *mx_upstream_secret(const struct mx_upstream *u)
+{
+    return u->secret ? u->secret : u->cfg->secret;
+}
+
+void mx_upstream_redact(const struct mx_upstream *u, char *p, size_t len)
+{
+    if (u->secret)
+        mx_secret_redact(u->secret, p, len);
+}
+
 void mx_upstream_report_retry(struct mx_upstream *u)
 {
     if (u->obs && u->obs->retry)

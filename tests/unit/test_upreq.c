@@ -56,8 +56,10 @@ static void test_upreq_headers(void **state)
     assert_int_equal(h.cnt, MX_UPREQ_MAX_HEADERS);
     assert_int_equal(mx_upreq_hdrs_add(&h, "X-Over", MX_STR_LIT("1")), MX_ELIMIT);
     struct mx_server_cfg c;
+    struct mx_upstream up;
     cfg_init(&c, MX_AUTH_BEARER, NULL, "vault:files");
-    assert_int_equal(mx_upreq_hdrs_auth(&h, &c), MX_ELIMIT);
+    mx_upstream_init(&up, &c);
+    assert_int_equal(mx_upreq_hdrs_auth(&h, &up), MX_ELIMIT);
     mx_upreq_hdrs_clear(&h);
     assert_int_equal(h.cnt, 0);
 }
@@ -80,8 +82,10 @@ static void test_upreq_auth_lines(void **state)
         struct mx_upreq_hdrs h;
         cfg_init(&c, cases[i].kind, cases[i].name, "env:TOKEN");
         c.secret = cases[i].kind == MX_AUTH_NONE ? NULL : mx_secret_new(canary, strlen(canary));
+        struct mx_upstream up;
+        mx_upstream_init(&up, &c);
         mx_upreq_hdrs_init(&h);
-        assert_int_equal(mx_upreq_hdrs_auth(&h, &c), 0);
+        assert_int_equal(mx_upreq_hdrs_auth(&h, &up), 0);
         if (cases[i].want) {
             assert_int_equal(h.cnt, 1);
             assert_string_equal(h.lines[0], cases[i].want);
