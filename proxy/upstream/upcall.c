@@ -18,6 +18,7 @@
 #include "rand.h"
 #include "refresh.h"
 #include "secret.h"
+#include "secret_ref.h"
 #include "upcall.h"
 #include "wake.h"
 
@@ -322,15 +323,15 @@ static void not_awake(struct mx_upcall *c)
 
 /* ---- credential refresh ---- */
 
-/* The credential was refused and no new one came: the call fails as
- * auth-failed, with what the refresh said. */
-static void auth_failed(struct mx_upcall *c)
+/* The credential was refused and no usable one came: the call fails as
+ * auth-failed, with |why| (what the refresh said; names no value). */
+static void auth_failed(struct mx_upcall *c, const char *why)
 {
     struct mx_upstream *up = c->up;
     struct mx_ureq_info info = {0};
     dequeue(c);
     info.http_status = c->refused;
-    snprintf(info.cause, sizeof(info.cause), "%s", up->refresh_why);
+    snprintf(info.cause, sizeof(info.cause), "%s", why);
     mx_upstream_note(up, MX_UPSTREAM_EV_AUTH_REFUSED);
     finish(c, MX_EAUTH, &info);
 }
@@ -346,26 +347,34 @@ static void refresh_done(struct mx_upstream *up)
             c = c->next;
         if (c == NULL)
             break;
-        auth_failed(c);
+        auth_failed(c, up->refresh_why);
     }
     pump(up);
 }
 
-/* The attempt got |c->refused|. Single flight: a refresh in flight is
+/* The attempt got |c->refused|. A call refused again after its refresh
+ * fails: a refresh never loops. Single flight: a refresh in flight is
  * joined; one that ended since the attempt went out is used (its new
  * credential, or its failure); else this call starts one. */
 static void refused(struct mx_upcall *c)
 {
     struct mx_upstream *up = c->up;
-    c->refreshed = true;
     release_slot(c);
+    if (c->refreshed) {
+        char shown[120], why[160];
+        mx_secret_ref_show(mx_refresh_ref(up->cfg), shown, sizeof(shown));
+        snprintf(why, sizeof(why), "the new one %s printed was refused too", shown);
+        auth_failed(c, why);
+        return;
+    }
+    c->refreshed = true;
     if (up->refresh == NULL && up->refreshes == c->seen &&
         mx_refresh_start(c->loop, up, refresh_done) != 0) {
-        auth_failed(c);
+        auth_failed(c, up->refresh_why);
         return;
     }
     if (up->refresh == NULL && !up->refresh_ok) {
-        auth_failed(c);
+        auth_failed(c, up->refresh_why);
         return;
     }
     mx_upstream_report_retry(up);
@@ -396,10 +405,9 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
         return;
     }
     /* A refused credential: the call did not run. Where a command can
-     * renew it, the call goes once more after the refresh (on_done); a
-     * second refusal passes through. The sandbox answered: a wake is over. */
-    if (!c->passed && !c->refreshed && (status == 401 || status == 403) &&
-        mx_refresh_ref(up->cfg)) {
+     * renew it, the call goes once more after the refresh (on_done), and
+     * fails if refused again. The sandbox answered: a wake is over. */
+    if (!c->passed && (status == 401 || status == 403) && mx_refresh_ref(up->cfg)) {
         c->refused = status;
         if (up->probe == c)
             up->probe = NULL;

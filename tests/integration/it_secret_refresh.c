@@ -5,11 +5,13 @@
  * secret that a small script prints from a token file, counting its runs
  * in another file.
  *
- * - A `cmd:` secret: after the rotation, five calls sent together through
- *   /mcp/<server> all get 401, the script runs exactly once more, and all
- *   five succeed with the new token (each run once by the sim); then a
- *   call through /mcp needs no other run. A reload whose `cmd:` prints the
- *   refreshed token leaves the server unchanged (its session goes on).
+ * - A `cmd:` secret: after a rotation a call through /mcp gets 401, the
+ *   script runs once more and the call succeeds with the new token; one
+ *   through /mcp/<server> then needs no other run. After the next, five
+ *   calls sent together through /mcp/<server> all get 401, the script runs
+ *   exactly once more, and all five succeed (each run once by the sim);
+ *   /mcp needs no other run. A reload whose `cmd:` prints the refreshed
+ *   token leaves the server unchanged (its sessions go on).
  *   The sim echoes the credential it got (--whoami-credential): the trace
  *   shows the refreshed token masked.
  * - A `refresh = "cmd:..."` key beside a `file:` secret: the same renewal;
@@ -311,9 +313,10 @@ static void assert_state(const struct rig *r, const char *want)
 static void test_cmd_secret_rotates(void **state)
 {
     (void)state;
-    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE];
+    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE], t3[MX_IT_CANARY_SIZE];
     mx_it_canary(t1, sizeof(t1));
     mx_it_canary(t2, sizeof(t2));
+    mx_it_canary(t3, sizeof(t3));
     struct rig r = {0};
     rig_files(&r, t1);
     const char *sim_args[] = {"--name", "rot", "--whoami-credential", "yes", NULL};
@@ -323,26 +326,35 @@ static void test_cmd_secret_rotates(void **state)
     rig_start(&r, "rot", secret);
     assert_int_equal(runs(&r), 1); /* resolved at start */
 
+    /* a session at each endpoint, each with its upstream session open */
     char *one = mx_xasprintf("http://127.0.0.1:%d/mcp/rot", r.port);
     char *all = mx_xasprintf("http://127.0.0.1:%d/mcp", r.port);
     char sid[128], sid_all[128];
     mx_it_open_session(one, "refresh-one", sid, sizeof(sid));
-    echo_ok(one, sid, 2, "before");
-
-    rotate(&r, t1, t2, true);
-    echo_together(one, sid, CALLS);
-    if (runs(&r) != 2)
-        fail_msg("the command ran %d times after %d calls were refused together, not once",
-                 runs(&r) - 1, CALLS);
-    /* each call ran once: the 401s did not run it */
-    assert_int_equal(stat_of(&r, t2, "tools", "echo"), 1 + CALLS);
-    fprintf(stderr, "# 401s the sim answered: %lld\n",
-            (long long)stat_of(&r, t2, NULL, "unauthorized"));
-
-    /* /mcp: the same upstream, the new token, no further run */
     mx_it_open_session(all, "refresh-all", sid_all, sizeof(sid_all));
-    echo_ok(all, sid_all, 3, "merged");
+    echo_ok(one, sid, 2, "before");
+    echo_ok(all, sid_all, 2, "merged before");
+
+    /* the token expires: a call through /mcp renews it, and one through
+     * /mcp/<server> then needs no other run */
+    rotate(&r, t1, t2, true);
+    echo_ok(all, sid_all, 3, "merged after");
     assert_int_equal(runs(&r), 2);
+    echo_ok(one, sid, 3, "after");
+    assert_int_equal(runs(&r), 2);
+
+    /* it expires again while five calls go out together: one run for all */
+    rotate(&r, t2, t3, true);
+    echo_together(one, sid, CALLS);
+    if (runs(&r) != 3)
+        fail_msg("the command ran %d times after %d calls were refused together, not once",
+                 runs(&r) - 2, CALLS);
+    /* each call ran once: a 401 means it did not run */
+    assert_int_equal(stat_of(&r, t3, "tools", "echo"), 4 + CALLS);
+    fprintf(stderr, "# 401s the sim answered: %lld\n",
+            (long long)stat_of(&r, t3, NULL, "unauthorized"));
+    echo_ok(all, sid_all, 4, "merged again");
+    assert_int_equal(runs(&r), 3);
 
     /* the sim hands its credential back: the client sees it (a tool result
      * is passed through), the trace has it masked */
@@ -351,7 +363,7 @@ static void test_cmd_secret_rotates(void **state)
     const char *text = mx_it_first_text(mx_it_result(&a));
     assert_non_null(text);
     assert_non_null(strstr(text, "rot got: Bearer "));
-    if (strstr(text, t2) == NULL)
+    if (strstr(text, t3) == NULL)
         fail_msg("whoami did not answer the refreshed credential");
     mx_it_answer_clear(&a);
     if (mx_it_trace_wait(r.trace_path, "s2c", "rot", "rot got: Bearer ***", 1, 5000) < 1)
@@ -370,20 +382,20 @@ static void test_cmd_secret_rotates(void **state)
         }
     }
     assert_int_equal(ok, 1);
-    assert_int_equal(runs(&r), 3); /* resolved by the reload */
+    assert_int_equal(runs(&r), 4); /* resolved by the reload */
     char *log = mx_it_read_file(mx_it_path("mcplex.log"), NULL);
     assert_non_null(log);
     if (strstr(log, "1 upstreams unchanged, 0 joined, 0 retiring") == NULL)
         fail_msg("the reload took the refreshed credential for a changed server");
     free(log);
     echo_ok(one, sid, 5, "after reload");
-    assert_int_equal(runs(&r), 3);
+    assert_int_equal(runs(&r), 4);
     assert_state(&r, "up");
 
     assert_int_equal(mx_it_signal(r.mcplex, SIGTERM), 0);
     assert_true(mx_it_wait_exit(r.mcplex, 10000) >= 0);
-    const char *tokens[] = {t1, t2};
-    assert_no_tokens(tokens, 2);
+    const char *tokens[] = {t1, t2, t3};
+    assert_no_tokens(tokens, 3);
     free(one);
     free(all);
     free(secret);
@@ -455,7 +467,7 @@ static void test_refresh_key_and_failures(void **state)
         {"fail", "exited with status 1", 1, 5.0},
         {"empty", "printed nothing", 1, 5.0},
         /* a new token the sim refuses too: one retry, then the answer is final */
-        {"ok", "refused its credential (HTTP 401)", 2, 5.0},
+        {"ok", "print-token.sh printed was refused too", 2, 5.0},
         {"slow", "did not finish within 2 s", 1, 4.0},
     };
     for (size_t i = 0; i < sizeof(fails) / sizeof(fails[0]); i++) {
