@@ -132,7 +132,7 @@ static void rig_start(struct rig *r, const char *name, const char *secret_lines)
 {
     r->port = mx_it_free_port();
     char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
-                             "[proxy]\nstate_dir = \"%s\"\ntrace = \"%s\"\n"
+                             "[proxy]\nstate_dir = \"%s\"\ntrace = \"%s\"\nlog_level = \"debug\"\n"
                              "[servers.%s]\nurl = \"http://127.0.0.1:%d/mcp\"\n%s",
                              r->port, mx_it_dir(), r->trace_path, name, r->sim_port, secret_lines);
     write_text(r->cfg_path, cfg);
