@@ -45,6 +45,7 @@ static const struct setting settings[] = {
     {"wake_ms", SET_INT, OFF(wake_ms), 0, 600000},
     {"error_rate", SET_RATE, OFF(error_rate), 0, 1},
     {"seed", SET_INT, OFF(seed), 0, INT64_MAX},
+    {"unauthorized_delay_ms", SET_INT, OFF(unauthorized_delay_ms), 0, 600000},
 };
 
 #define SETTING_CNT (sizeof(settings) / sizeof(settings[0]))

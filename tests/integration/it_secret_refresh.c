@@ -141,13 +141,16 @@ static void rig_start(struct rig *r, const char *name, const char *secret_lines)
     assert_true(r->mcplex > 0);
 }
 
-/* The sim accepts |next| from now on, and the script prints it. */
-static void rotate(const struct rig *r, const char *current, const char *next, bool file_too)
+/* The sim accepts |next| from now on (and answers a wrong one after
+ * |delay_ms|), and with |file_too| the script prints it. */
+static void rotate(const struct rig *r, const char *current, const char *next, bool file_too,
+                   int delay_ms)
 {
     char *url = mx_xasprintf("http://127.0.0.1:%d/__control", r->sim_port);
     char *auth = mx_xasprintf("Authorization: Bearer %s", current);
     const char *hdrs[] = {"Content-Type: application/json", auth, NULL};
-    char *body = mx_xasprintf("{\"credential\":\"%s\"}", next);
+    char *body =
+        mx_xasprintf("{\"credential\":\"%s\",\"unauthorized_delay_ms\":%d}", next, delay_ms);
     long status = 0;
     char *resp = NULL;
     assert_int_equal(mx_it_http("POST", url, hdrs, body, &status, &resp), 0);
@@ -202,13 +205,21 @@ static void echo_ok(const char *url, const char *sid, int id, const char *messag
     mx_it_answer_clear(&a);
 }
 
-/* ---- several calls at once ---- */
+/* ---- calls in flight while the test does something else ---- */
 
 struct pending {
+    CURL *h;
+    struct curl_slist *hdrs;
     char *body;
     char *resp;
     size_t len;
-    struct curl_slist *hdrs;
+};
+
+struct batch {
+    CURLM *m;
+    int cnt;
+    int running;
+    struct pending q[CALLS];
 };
 
 static size_t collect(char *p, size_t size, size_t n, void *data)
@@ -222,58 +233,89 @@ static size_t collect(char *p, size_t size, size_t n, void *data)
     return add;
 }
 
+/* Send |cnt| echo calls, "<prefix><i>", on session |sid| without waiting
+ * for their answers. */
+static void batch_start(struct batch *b, const char *url, const char *sid, const char *prefix,
+                        int cnt)
+{
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    assert_true(cnt <= CALLS);
+    memset(b, 0, sizeof(*b));
+    b->m = curl_multi_init();
+    b->cnt = cnt;
+    b->running = cnt;
+    for (int i = 0; i < cnt; i++) {
+        struct pending *q = &b->q[i];
+        char msg[32];
+        snprintf(msg, sizeof(msg), "%s%d", prefix, i);
+        q->body = call_body(100 + i, "echo", msg);
+        q->hdrs = curl_slist_append(NULL, json_hdrs[0]);
+        q->hdrs = curl_slist_append(q->hdrs, json_hdrs[1]);
+        q->hdrs = curl_slist_append(q->hdrs, sid_h);
+        q->h = curl_easy_init();
+        curl_easy_setopt(q->h, CURLOPT_URL, url);
+        curl_easy_setopt(q->h, CURLOPT_POSTFIELDS, q->body);
+        curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
+        curl_easy_setopt(q->h, CURLOPT_WRITEFUNCTION, collect);
+        curl_easy_setopt(q->h, CURLOPT_WRITEDATA, q);
+        curl_easy_setopt(q->h, CURLOPT_TIMEOUT_MS, 30000L);
+        curl_multi_add_handle(b->m, q->h);
+    }
+    free(sid_h);
+}
+
+/* Move the calls on for up to |max_s|, or until all are answered. */
+static void batch_run(struct batch *b, double max_s)
+{
+    double deadline = now_s() + max_s;
+    do {
+        assert_int_equal(curl_multi_perform(b->m, &b->running), CURLM_OK);
+        if (b->running > 0)
+            assert_int_equal(curl_multi_poll(b->m, NULL, 0, 20, NULL), CURLM_OK);
+    } while (b->running > 0 && now_s() < deadline);
+}
+
+/* Call |i|'s answer, once all are in; the caller clears it. */
+static void batch_answer(struct batch *b, int i, struct mx_it_answer *a)
+{
+    struct pending *q = &b->q[i];
+    memset(a, 0, sizeof(*a));
+    curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &a->status);
+    a->body = q->resp ? q->resp : mx_xstrdup("");
+    q->resp = NULL;
+    mx_it_answer_parse(a);
+}
+
+static void batch_clear(struct batch *b)
+{
+    for (int i = 0; i < b->cnt; i++) {
+        struct pending *q = &b->q[i];
+        curl_multi_remove_handle(b->m, q->h);
+        curl_easy_cleanup(q->h);
+        curl_slist_free_all(q->hdrs);
+        free(q->body);
+        free(q->resp);
+    }
+    curl_multi_cleanup(b->m);
+}
+
 /* |cnt| echo calls "c<i>" on session |sid|, all sent before any answer is
  * read; each must answer its own message. */
 static void echo_together(const char *url, const char *sid, int cnt)
 {
-    CURLM *m = curl_multi_init();
-    struct pending q[CALLS];
-    CURL *h[CALLS];
-    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
-    assert_true(cnt <= CALLS);
-    for (int i = 0; i < cnt; i++) {
-        char msg[16];
-        snprintf(msg, sizeof(msg), "c%d", i);
-        memset(&q[i], 0, sizeof(q[i]));
-        q[i].body = call_body(100 + i, "echo", msg);
-        q[i].hdrs = curl_slist_append(NULL, json_hdrs[0]);
-        q[i].hdrs = curl_slist_append(q[i].hdrs, json_hdrs[1]);
-        q[i].hdrs = curl_slist_append(q[i].hdrs, sid_h);
-        h[i] = curl_easy_init();
-        curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_POSTFIELDS, q[i].body);
-        curl_easy_setopt(h[i], CURLOPT_HTTPHEADER, q[i].hdrs);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, collect);
-        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &q[i]);
-        curl_easy_setopt(h[i], CURLOPT_TIMEOUT_MS, 30000L);
-        curl_multi_add_handle(m, h[i]);
-    }
-    int running = 1;
-    double deadline = now_s() + 40.0;
-    while (running > 0 && now_s() < deadline) {
-        assert_int_equal(curl_multi_perform(m, &running), CURLM_OK);
-        if (running > 0)
-            assert_int_equal(curl_multi_poll(m, NULL, 0, 100, NULL), CURLM_OK);
-    }
-    assert_int_equal(running, 0);
+    struct batch b;
+    batch_start(&b, url, sid, "c", cnt);
+    batch_run(&b, 40.0);
+    assert_int_equal(b.running, 0);
     for (int i = 0; i < cnt; i++) {
         char want[16];
-        long status = 0;
+        struct mx_it_answer a;
         snprintf(want, sizeof(want), "c%d", i);
-        curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &status);
-        struct mx_it_answer a = {0};
-        a.status = status;
-        a.body = q[i].resp ? q[i].resp : mx_xstrdup("");
-        mx_it_answer_parse(&a);
+        batch_answer(&b, i, &a);
         expect_echo(&a, want);
         mx_it_answer_clear(&a);
-        curl_multi_remove_handle(m, h[i]);
-        curl_easy_cleanup(h[i]);
-        curl_slist_free_all(q[i].hdrs);
-        free(q[i].body);
     }
-    curl_multi_cleanup(m);
-    free(sid_h);
+    batch_clear(&b);
 }
 
 /* ---- what the sim saw ---- */
@@ -337,22 +379,24 @@ static void test_cmd_secret_rotates(void **state)
 
     /* the token expires: a call through /mcp renews it, and one through
      * /mcp/<server> then needs no other run */
-    rotate(&r, t1, t2, true);
+    rotate(&r, t1, t2, true, 0);
     echo_ok(all, sid_all, 3, "merged after");
     assert_int_equal(runs(&r), 2);
     echo_ok(one, sid, 3, "after");
     assert_int_equal(runs(&r), 2);
 
-    /* it expires again while five calls go out together: one run for all */
-    rotate(&r, t2, t3, true);
+    /* it expires again while five calls go out together: the sim answers
+     * their 401s 300 ms late, so all five are refused at once; one run for
+     * all, and each call sent twice at most */
+    json_int_t refused_before = stat_of(&r, t2, NULL, "unauthorized");
+    rotate(&r, t2, t3, true, 300);
     echo_together(one, sid, CALLS);
     if (runs(&r) != 3)
         fail_msg("the command ran %d times after %d calls were refused together, not once",
                  runs(&r) - 2, CALLS);
     /* each call ran once: a 401 means it did not run */
     assert_int_equal(stat_of(&r, t3, "tools", "echo"), 4 + CALLS);
-    fprintf(stderr, "# 401s the sim answered: %lld\n",
-            (long long)stat_of(&r, t3, NULL, "unauthorized"));
+    assert_int_equal(stat_of(&r, t3, NULL, "unauthorized") - refused_before, CALLS);
     echo_ok(all, sid_all, 4, "merged again");
     assert_int_equal(runs(&r), 3);
 
@@ -404,18 +448,31 @@ static void test_cmd_secret_rotates(void **state)
 }
 
 /* One call that must fail as auth-failed, naming the server, its secret
- * reference and |why|, having reached the sim |sent| times. */
+ * reference and |why|, having reached the sim |sent| times. While its
+ * command runs, /health still answers at once: nothing waits on the
+ * command but the call. */
 static void refused_call(const struct rig *r, const char *url, const char *sid, const char *token,
                          const char *why, int sent, double max_s)
 {
     json_int_t before = stat_of(r, token, NULL, "unauthorized");
+    int runs_before = runs(r);
+    struct batch b;
     struct mx_it_answer a;
     double t0 = now_s();
-    call(url, sid, 7, "echo", "refused", &a);
+    batch_start(&b, url, sid, "refused", 1);
+    while (runs(r) == runs_before && b.running > 0 && now_s() - t0 < 5.0)
+        batch_run(&b, 0.02);
+    double h0 = now_s();
+    json_decref(mx_it_health(r->port, NULL));
+    double health_s = now_s() - h0;
+    batch_run(&b, 30.0);
     double secs = now_s() - t0;
+    assert_int_equal(b.running, 0);
+    batch_answer(&b, 0, &a);
     const char *msg =
         json_string_value(json_object_get(json_object_get(a.msg, "error"), "message"));
-    fprintf(stderr, "# %.2f s: %s\n", secs, msg ? msg : "(no error)");
+    fprintf(stderr, "# %.2f s (/health meanwhile: %.3f s): %s\n", secs, health_s,
+            msg ? msg : "(no error)");
     if (mx_it_error_code(&a) != -32011 || msg == NULL || strstr(msg, "'keyed'") == NULL ||
         strstr(msg, "auth-failed") == NULL || strstr(msg, "check the secret file:") == NULL ||
         strstr(msg, why) == NULL)
@@ -423,7 +480,10 @@ static void refused_call(const struct rig *r, const char *url, const char *sid, 
                  a.body ? a.body : "");
     if (secs > max_s)
         fail_msg("the refused call took %.2f s, more than %.1f s", secs, max_s);
+    if (health_s > 0.5)
+        fail_msg("/health took %.2f s while the refresh command ran", health_s);
     mx_it_answer_clear(&a);
+    batch_clear(&b);
     json_int_t sent_now = stat_of(r, token, NULL, "unauthorized") - before;
     if (sent_now != sent)
         fail_msg("the refused call reached the sim %lld times, not %d", (long long)sent_now, sent);
@@ -452,12 +512,12 @@ static void test_refresh_key_and_failures(void **state)
     mx_it_open_session(url, "refresh-key", sid, sizeof(sid));
     echo_ok(url, sid, 2, "first");
 
-    rotate(&r, t1, t2, true);
+    rotate(&r, t1, t2, true, 0);
     echo_ok(url, sid, 3, "renewed");
     assert_int_equal(runs(&r), 1);
 
     /* the sim moves on to t3; the file still holds t2 */
-    rotate(&r, t2, t3, false);
+    rotate(&r, t2, t3, false, 0);
     static const struct {
         const char *mode;
         const char *why; /* in the error */
