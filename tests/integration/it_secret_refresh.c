@@ -48,10 +48,11 @@ static const char *const json_hdrs[] = {"Content-Type: application/json",
 /* What one test sets up: the files outside the test directory (they hold
  * tokens), the sim and mcplex. */
 struct rig {
-    char *dir;        /* <test dir>.cfg */
-    char *token_path; /* what the script prints */
-    char *mode_path;  /* "ok", "fail", "empty", "slow" */
-    char *count_path; /* one line per run, in the test directory */
+    char tok[3][MX_IT_CANARY_SIZE]; /* the tokens the sim accepts in turn */
+    char *dir;                      /* <test dir>.cfg */
+    char *token_path;               /* what the script prints */
+    char *mode_path;                /* "ok", "fail", "empty", "slow" */
+    char *count_path;               /* one line per run, in the test directory */
     char *script;
     char *cfg_path;
     char *trace_path;
@@ -72,10 +73,13 @@ static void write_text(const char *path, const char *text)
     assert_int_equal(mx_it_write_file(path, text, strlen(text)), 0);
 }
 
-/* The script: counts its run, then prints the token file (or fails, prints
- * nothing, or hangs, as the mode file says). */
-static void rig_files(struct rig *r, const char *token)
+/* Three random tokens; the token file holds the first. The script counts
+ * its run, then prints the token file (or fails, prints nothing, or hangs,
+ * as the mode file says). */
+static void rig_files(struct rig *r)
 {
+    for (int i = 0; i < 3; i++)
+        mx_it_canary(r->tok[i], sizeof(r->tok[i]));
     r->dir = mx_xasprintf("%s.cfg", mx_it_dir());
     char *cmd = mx_xasprintf("rm -rf '%s' && mkdir -m 700 '%s'", r->dir, r->dir);
     assert_int_equal(system(cmd), 0);
@@ -86,7 +90,7 @@ static void rig_files(struct rig *r, const char *token)
     r->script = mx_xasprintf("%s/print-token.sh", r->dir);
     r->cfg_path = mx_xasprintf("%s/mcplex.toml", r->dir);
     r->trace_path = mx_it_path("trace.jsonl");
-    write_text(r->token_path, token);
+    write_text(r->token_path, r->tok[0]);
     write_text(r->mode_path, "ok");
     write_text(r->count_path, "");
     write_text(r->script, "#!/bin/sh\n"
@@ -339,6 +343,17 @@ static void assert_no_tokens(const char *const *tokens, size_t cnt)
     assert_int_equal(mx_it_canary_hits(paths, tokens, cnt), 0);
 }
 
+/* Stop mcplex, then no token may be in the test directory; the files
+ * that held them go. */
+static void rig_stop(struct rig *r)
+{
+    const char *tokens[] = {r->tok[0], r->tok[1], r->tok[2]};
+    assert_int_equal(mx_it_signal(r->mcplex, SIGTERM), 0);
+    assert_true(mx_it_wait_exit(r->mcplex, 10000) >= 0);
+    assert_no_tokens(tokens, 3);
+    rig_clear(r);
+}
+
 /* Fail unless /health shows the one upstream in |want|. */
 static void assert_state(const struct rig *r, const char *want)
 {
@@ -355,12 +370,9 @@ static void assert_state(const struct rig *r, const char *want)
 static void test_cmd_secret_rotates(void **state)
 {
     (void)state;
-    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE], t3[MX_IT_CANARY_SIZE];
-    mx_it_canary(t1, sizeof(t1));
-    mx_it_canary(t2, sizeof(t2));
-    mx_it_canary(t3, sizeof(t3));
     struct rig r = {0};
-    rig_files(&r, t1);
+    rig_files(&r);
+    const char *t1 = r.tok[0], *t2 = r.tok[1], *t3 = r.tok[2];
     const char *sim_args[] = {"--name", "rot", "--whoami-credential", "yes", NULL};
     assert_true(mx_it_start_sim("rot", t1, sim_args, &r.sim_port) > 0);
     char *secret = mx_xasprintf("secret = \"cmd:%s %s %s %s\"\n", r.script, r.count_path,
@@ -436,14 +448,10 @@ static void test_cmd_secret_rotates(void **state)
     assert_int_equal(runs(&r), 4);
     assert_state(&r, "up");
 
-    assert_int_equal(mx_it_signal(r.mcplex, SIGTERM), 0);
-    assert_true(mx_it_wait_exit(r.mcplex, 10000) >= 0);
-    const char *tokens[] = {t1, t2, t3};
-    assert_no_tokens(tokens, 3);
+    rig_stop(&r);
     free(one);
     free(all);
     free(secret);
-    rig_clear(&r);
     mx_it_pass();
 }
 
@@ -492,12 +500,9 @@ static void refused_call(const struct rig *r, const char *url, const char *sid, 
 static void test_refresh_key_and_failures(void **state)
 {
     (void)state;
-    char t1[MX_IT_CANARY_SIZE], t2[MX_IT_CANARY_SIZE], t3[MX_IT_CANARY_SIZE];
-    mx_it_canary(t1, sizeof(t1));
-    mx_it_canary(t2, sizeof(t2));
-    mx_it_canary(t3, sizeof(t3));
     struct rig r = {0};
-    rig_files(&r, t1);
+    rig_files(&r);
+    const char *t1 = r.tok[0], *t2 = r.tok[1], *t3 = r.tok[2];
     assert_int_equal(chmod(r.token_path, 0600), 0);
     assert_true(mx_it_start_sim("keyed", t1, NULL, &r.sim_port) > 0);
     /* the refresh is bounded by wake_timeout (2 s) */
@@ -544,13 +549,9 @@ static void test_refresh_key_and_failures(void **state)
     assert_int_equal(runs(&r), 6);
     assert_state(&r, "up");
 
-    assert_int_equal(mx_it_signal(r.mcplex, SIGTERM), 0);
-    assert_true(mx_it_wait_exit(r.mcplex, 10000) >= 0);
-    const char *tokens[] = {t1, t2, t3};
-    assert_no_tokens(tokens, 3);
+    rig_stop(&r);
     free(url);
     free(keys);
-    rig_clear(&r);
     mx_it_pass();
 }
 
