@@ -167,9 +167,15 @@ int mx_cmdrun_start(struct ev_loop *loop, const struct mx_cmdrun_opts *o, mx_cmd
         mx_argv_clear(&a);
         return MX_EINVAL;
     }
-    if (o->out_cap && pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    /* O_NONBLOCK on the read end only: it is a flag of the open file, and
+     * a child whose stdout gave EAGAIN would fail once the pipe is full */
+    if (o->out_cap && (pipe2(fds, O_CLOEXEC) != 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0)) {
         snprintf(why, why_cap, "could not start: pipe: %s", strerror(errno));
         mx_log_warn("cmdrun", "%s %s", o->label, why);
+        if (fds[0] >= 0) {
+            close(fds[0]);
+            close(fds[1]);
+        }
         mx_argv_clear(&a);
         return MX_EIO;
     }

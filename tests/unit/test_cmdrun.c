@@ -64,7 +64,10 @@ static double wait_done(struct rec *r, double max_s)
     return now_s() - t0;
 }
 
-static double run(const char *cmd, long timeout_ms, size_t cap, bool inherit_env, struct rec *r)
+/* Run |cmd| to its end; with |late_ms| the loop reads nothing for that
+ * long first (a busy loop: the command fills the pipe meanwhile). */
+static double run_late(const char *cmd, long timeout_ms, size_t cap, bool inherit_env, long late_ms,
+                       struct rec *r)
 {
     char why[128] = "";
     struct mx_cmdrun *c = NULL;
@@ -73,9 +76,16 @@ static double run(const char *cmd, long timeout_ms, size_t cap, bool inherit_env
     assert_int_equal(mx_cmdrun_start(loop, &o, on_done, r, &c, why, sizeof(why)), 0);
     assert_non_null(c);
     assert_false(r->done); /* never from inside the start */
+    if (late_ms > 0)
+        usleep((useconds_t)late_ms * 1000);
     double took = wait_done(r, 10.0);
     assert_true(r->done);
     return took;
+}
+
+static double run(const char *cmd, long timeout_ms, size_t cap, bool inherit_env, struct rec *r)
+{
+    return run_late(cmd, timeout_ms, cap, inherit_env, 0, r);
 }
 
 static void rec_clear(struct rec *r)
@@ -96,6 +106,12 @@ static void test_cmdrun_output(void **state)
     run("echo hidden", 5000, 0, false, &r);
     assert_int_equal(r.err, 0);
     assert_int_equal(r.len, 0);
+    rec_clear(&r);
+    /* more than a pipe holds while the loop reads nothing: the command's
+     * stdout blocks until it does, it never fails with EAGAIN */
+    run_late("head -c 200000 /dev/zero", 5000, 262144, false, 300, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.len, 200000);
     rec_clear(&r);
     /* at the cap, and one byte past it */
     run("head -c 65536 /dev/zero", 5000, 65536, false, &r);
