@@ -46,6 +46,19 @@ static void print_auth(const struct mx_server_cfg *s)
     }
 }
 
+/* What renews the credential when the upstream refuses it; check runs
+ * nothing for it (a refresh command runs only on a 401 or 403). */
+static void print_refresh(const struct mx_server_cfg *s)
+{
+    char shown[256];
+    if (s->refresh)
+        printf("  refresh %s: runs when the upstream refuses the credential (401, 403)\n",
+               mx_secret_ref_show(s->refresh, shown, sizeof(shown)));
+    else if (s->secret_ref && strncmp(s->secret_ref, "cmd:", 4) == 0)
+        printf("  refresh: secret %s runs again when the upstream refuses it (401, 403)\n",
+               mx_secret_ref_show(s->secret_ref, shown, sizeof(shown)));
+}
+
 struct tally {
     int refs;
     int failed;
@@ -96,6 +109,7 @@ static void check_server(const struct mx_config *cfg, const struct mx_server_cfg
     }
     if (s->secret_ref)
         check_ref(cfg, s, MX_CONFIG_REF_SECRET, "secret ", who, t);
+    print_refresh(s);
     for (size_t i = 0; i < s->env.cnt; i++) {
         const char *eq = strchr(s->env.v[i], '=');
         if (eq == NULL) {

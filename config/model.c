@@ -101,8 +101,8 @@ static const char *show(const char *s, char *buf, size_t cap)
  */
 static bool is_secret_bearing(const char *key)
 {
-    static const char *const keys[] = {"client_token", "secret",  "url", "env",
-                                       "wake",         "command", NULL};
+    static const char *const keys[] = {"client_token", "secret",  "url",     "env",
+                                       "wake",         "command", "refresh", NULL};
     for (size_t i = 0; keys[i]; i++) {
         if (strcmp(key, keys[i]) == 0)
             return true;
@@ -296,6 +296,13 @@ static const char *check_wake(const char *s)
     if (strncmp(s, "url:", 4) == 0)
         return mx_url_check(s + 4, NULL);
     return "must be cmd:COMMAND or url:URL";
+}
+
+static const char *check_refresh(const char *s)
+{
+    if (strncmp(s, "cmd:", 4) != 0)
+        return "must be cmd:COMMAND, a command that prints the new credential";
+    return mx_secret_ref_check(s);
 }
 
 static const char *check_log_level(const char *s)
@@ -780,6 +787,7 @@ static const struct field server_fields[] = {
     FSTRV(S, "prompts", prompts, 0, check_pattern),
     FSTRV(S, "prompts_deny", prompts_deny, 0, check_pattern),
     FSTR(S, "wake", wake, check_wake),
+    FSTR(S, "refresh", refresh, check_refresh),
     FCUSTOM("retry_on", set_retry_on),
     FSTR(S, "alias", alias, check_name),
     FCUSTOM("session", set_session),
@@ -1043,6 +1051,8 @@ static int finish_server(struct ctx *c, const struct mx_toml_entry *se, struct m
             return not_for_stdio(c, auth);
         if (secret)
             return not_for_stdio(c, secret);
+        if ((e = mx_toml_find(t, "refresh")))
+            return not_for_stdio(c, e);
     } else {
         if (transport && s->transport == MX_TRANSPORT_STDIO)
             return err_at(c, transport->val.line, transport->val.col,
@@ -1061,6 +1071,11 @@ static int finish_server(struct ctx *c, const struct mx_toml_entry *se, struct m
         if (s->auth != MX_AUTH_NONE && !secret)
             return err_value(c, auth->val.line, auth->val.col, auth->key, auth->val.str,
                              "needs a 'secret'");
+        /* the refresh replaces a credential: the first one comes from 'secret' */
+        if ((e = mx_toml_find(t, "refresh")) && !secret)
+            return err_at(c, e->line, e->col,
+                          "'refresh' needs a 'secret', the credential used until the first "
+                          "refresh");
     }
     if (secret) {
         sp->secret.line = secret->val.line;
@@ -1361,6 +1376,7 @@ static void server_clear(struct mx_server_cfg *s)
     strv_clear(&s->prompts);
     strv_clear(&s->prompts_deny);
     free(s->wake);
+    free(s->refresh);
     free(s->retry_on);
     free(s->alias);
 }

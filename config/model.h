@@ -68,7 +68,9 @@ struct mx_server_cfg {
     struct mx_strv prompts;      /* allow-list of prompt names (glob patterns); empty: all */
     struct mx_strv prompts_deny; /* prompts never exposed at /mcp (glob patterns) */
     char *wake;                  /* "cmd:..." or "url:...", NULL when none */
-    int *retry_on;               /* HTTP statuses meaning "not awake yet" */
+    char *refresh; /* "cmd:..." run when the upstream refuses the credential (401/403);
+                      NULL: a "cmd:" secret_ref runs again instead, else nothing */
+    int *retry_on; /* HTTP statuses meaning "not awake yet" */
     size_t retry_on_cnt;
     char *alias; /* prefix when names are prefixed; defaults to name */
     enum mx_session_mode session;
@@ -176,10 +178,14 @@ int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag
 
 /*
  * Reload (model_reload.c): whether two servers have the same settings and
- * resolved secrets (a server that is the same keeps its sessions); and
- * wiping the secrets of a server that left, before its config is freed.
+ * resolved secrets (a server that is the same keeps its sessions: a token
+ * rotated in the vault makes it "changed"); the same settings and env
+ * secrets, leaving 'secret''s value to the caller (a running upstream may
+ * hold a refreshed one); and wiping the secrets of a server that left,
+ * before its config is freed.
  */
 bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cfg *b);
+bool mx_server_cfg_same_keys(const struct mx_server_cfg *a, const struct mx_server_cfg *b);
 void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
 
 /*

@@ -37,16 +37,20 @@ static bool env_secrets_same(const struct mx_server_cfg *a, const struct mx_serv
 
 bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cfg *b)
 {
+    return mx_server_cfg_same_keys(a, b) && mx_secret_same(a->secret, b->secret);
+}
+
+bool mx_server_cfg_same_keys(const struct mx_server_cfg *a, const struct mx_server_cfg *b)
+{
     if (a->retry_on_cnt != b->retry_on_cnt ||
         (a->retry_on_cnt && memcmp(a->retry_on, b->retry_on, a->retry_on_cnt * sizeof(int)) != 0))
         return false;
-    /* every key a user can set, and the secrets they resolve to: a token
-     * rotated in the vault makes the server "changed" */
+    /* every key a user can set, and the env secrets they resolve to */
     return str_same(a->name, b->name) && a->transport == b->transport && str_same(a->url, b->url) &&
            strv_same(&a->command, &b->command) && str_same(a->cwd, b->cwd) &&
            str_same(a->ca, b->ca) && strv_same(&a->env, &b->env) && env_secrets_same(a, b) &&
            a->start == b->start && a->auth == b->auth && str_same(a->auth_name, b->auth_name) &&
-           str_same(a->secret_ref, b->secret_ref) && mx_secret_same(a->secret, b->secret) &&
+           str_same(a->secret_ref, b->secret_ref) && str_same(a->refresh, b->refresh) &&
            strv_same(&a->tools, &b->tools) && strv_same(&a->tools_deny, &b->tools_deny) &&
            strv_same(&a->prompts, &b->prompts) && strv_same(&a->prompts_deny, &b->prompts_deny) &&
            str_same(a->wake, b->wake) && str_same(a->alias, b->alias) && a->session == b->session &&

@@ -14,6 +14,8 @@
 
 #include "diag.h"
 
+#define MX_SECRET_MAX_LEN (64 * 1024) /* bytes of one secret value */
+
 struct mx_secret;
 
 enum mx_auth_kind {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define MX_SECRET_MAX_LEN (64 * 1024) /* bytes of one secret value */
+#include "secret.h"
 
 /*
  * NULL when |len| bytes of |p| can be a secret value (non-empty, at most

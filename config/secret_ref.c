@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +28,10 @@
 #include "secret.h"
 #include "secret_int.h"
 #include "secret_ref.h"
+#include "proc.h"
 #include "vault.h"
 
 #define MX_SECRET_CMD_TIMEOUT_MS 5000
-#define MX_SECRET_CMD_MAX_ARGS   64
 
 static bool has_prefix(const char *s, const char *prefix)
 {
@@ -216,38 +215,6 @@ static void kill_and_reap(pid_t pid)
         ;
 }
 
-static int spawn(char **argv, int out_fd, pid_t *pid)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none, deflt;
-
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    /* nothing of the process that resolves (a running mcplex on reload) */
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    posix_spawnattr_init(&attr);
-    sigemptyset(&none);
-    sigemptyset(&deflt);
-    sigaddset(&deflt, SIGPIPE);
-    sigaddset(&deflt, SIGCHLD);
-    sigaddset(&deflt, SIGHUP);
-    sigaddset(&deflt, SIGINT);
-    sigaddset(&deflt, SIGTERM);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &deflt);
-    /* Its own process group, so a timeout can kill whatever it started. */
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETPGROUP);
-    int rc = posix_spawnp(pid, argv[0], &fa, &attr, argv, environ);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    return rc;
-}
-
 static int timed_out(pid_t pid, const char *ref, struct mx_diag *diag)
 {
     kill_and_reap(pid);
@@ -338,43 +305,29 @@ static int collect(pid_t pid, int fd, char *buf, size_t *len, const char *ref, s
 /* No shell: the command is split on spaces and tabs, without quoting. */
 static int from_cmd(const char *ref, const char *cmd, char **out, size_t *len, struct mx_diag *diag)
 {
-    char *argv[MX_SECRET_CMD_MAX_ARGS + 1];
-    size_t argc = 0;
-    char *copy = mx_xstrdup(cmd);
+    struct mx_argv a;
     char *buf = NULL;
     int fds[2] = {-1, -1};
     pid_t pid;
-    int rc;
+    int rc = mx_argv_split(cmd, &a);
 
-    for (char *s = copy; *s;) {
-        while (*s == ' ' || *s == '\t')
-            *s++ = '\0';
-        if (*s == '\0')
-            break;
-        if (argc == MX_SECRET_CMD_MAX_ARGS) {
-            mx_diag_set(diag, NULL, 0, 0, "%s: more than %d arguments", ref,
-                        MX_SECRET_CMD_MAX_ARGS);
-            rc = MX_EINVAL;
-            goto out;
-        }
-        argv[argc++] = s;
-        while (*s && *s != ' ' && *s != '\t')
-            s++;
+    if (rc == MX_ELIMIT) {
+        mx_diag_set(diag, NULL, 0, 0, "%s: more than %d arguments", ref, MX_SPAWN_MAX_ARGS);
+        goto out;
     }
-    argv[argc] = NULL;
     if (pipe2(fds, O_CLOEXEC) != 0) {
         mx_diag_set(diag, NULL, 0, 0, "%s: pipe: %s", ref, strerror(errno));
         rc = MX_EIO;
         goto out;
     }
-    int err = spawn(argv, fds[1], &pid);
+    int err = mx_spawn(a.v, environ, fds[1], false, &pid);
     close(fds[1]);
     fds[1] = -1;
     if (err) {
         if (err == ENOENT)
-            mx_diag_set(diag, NULL, 0, 0, "%s: command '%s' not found", ref, argv[0]);
+            mx_diag_set(diag, NULL, 0, 0, "%s: command '%s' not found", ref, a.v[0]);
         else
-            mx_diag_set(diag, NULL, 0, 0, "%s: cannot run '%s': %s", ref, argv[0], strerror(err));
+            mx_diag_set(diag, NULL, 0, 0, "%s: cannot run '%s': %s", ref, a.v[0], strerror(err));
         rc = err == ENOENT ? MX_ENOTFOUND : MX_EIO;
         goto out;
     }
@@ -393,8 +346,23 @@ out:
     }
     if (fds[0] >= 0)
         close(fds[0]);
-    free(copy);
+    mx_argv_clear(&a);
     return rc;
+}
+
+const char *mx_secret_from_output(const char *buf, size_t len, struct mx_secret **out)
+{
+    *out = NULL;
+    /* Files and commands end their output with a line break; one is not part of the value. */
+    if (len && buf[len - 1] == '\n') {
+        len--;
+        if (len && buf[len - 1] == '\r')
+            len--;
+    }
+    const char *why = mx_secret_value_check(buf, len);
+    if (why == NULL)
+        *out = mx_secret_new(buf, len);
+    return why;
 }
 
 int mx_secret_resolve(const char *ref, const char *vault_path, const char *dir,
@@ -427,19 +395,10 @@ int mx_secret_resolve(const char *ref, const char *vault_path, const char *dir,
         rc = from_cmd(shown, ref + 4, &buf, &len, diag);
     if (rc)
         return rc;
-    /* Files and commands end their output with a line break; one is not part of the value. */
-    size_t vlen = len;
-    if (vlen && buf[vlen - 1] == '\n') {
-        vlen--;
-        if (vlen && buf[vlen - 1] == '\r')
-            vlen--;
-    }
-    why = mx_secret_value_check(buf, vlen);
+    why = mx_secret_from_output(buf, len, out);
     if (why) {
         mx_diag_set(diag, NULL, 0, 0, "%s: %s", shown, why);
         rc = MX_EINVAL;
-    } else {
-        *out = mx_secret_new(buf, vlen);
     }
     OPENSSL_cleanse(buf, len);
     free(buf);

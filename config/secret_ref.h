@@ -31,6 +31,15 @@ int mx_secret_resolve(const char *ref, const char *vault_path, const char *dir,
                       struct mx_secret **out, struct mx_diag *diag);
 
 /*
+ * The value |len| bytes of |buf| hold, as a "cmd:" or "file:" printed it:
+ * one trailing line break (LF or CRLF) is not part of it; what is left
+ * must pass the rules above. Returns NULL and |*out| (caller frees with
+ * mx_secret_free), or a fixed sentence saying why not ("the value is
+ * empty"), which quotes no byte of it. |buf| is the caller's to wipe.
+ */
+const char *mx_secret_from_output(const char *buf, size_t len, struct mx_secret **out);
+
+/*
  * |ref| as mcplex shows it wherever it names a reference (errors to
  * clients, /health, `mcplex check`, logs): its kind and name
  * ("vault:files", "env:TOKEN", "file:/path"), and for "cmd:" the program

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
+#include "alloc.h"
 #include "err.h"
 #include "httpd.h"
 #include "log.h"
@@ -45,6 +48,7 @@ static const struct setting settings[] = {
     {"seed", SET_INT, OFF(seed), 0, INT64_MAX},
     {"retry_after", SET_INT, OFF(retry_after), -1, 86400},
     {"gone", SET_BOOL, OFF(gone), 0, 1},
+    {"unauthorized_delay_ms", SET_INT, OFF(unauthorized_delay_ms), 0, 600000},
 };
 
 #define SETTING_CNT (sizeof(settings) / sizeof(settings[0]))
@@ -317,6 +321,7 @@ static void control(struct mx_sim *sim, struct mx_req *req)
     char err[160] = "";
     const char *key;
     bool reseed = false;
+    json_t *credential = NULL;
 
     if (!json_is_object(in)) {
         mx_sim_respond(sim, req, 400, NULL, 0, error_body("body must be a JSON object"), "control");
@@ -340,6 +345,24 @@ static void control(struct mx_sim *sim, struct mx_req *req)
                 break;
             }
             events = json_integer_value(v);
+        } else if (strcmp(key, "credential") == 0) {
+            /* a credential that expires: the sandbox accepts only the new one */
+            size_t n = json_string_length(v);
+            const char *p = json_string_value(v);
+            if (sim->auth_mode == MX_SIM_AUTH_NONE) {
+                snprintf(err, sizeof(err),
+                         "credential: the sim takes none (start it with "
+                         "--bearer-env or --cookie)");
+                break;
+            }
+            if (p == NULL || n == 0 || n > 4096 || memchr(p, '\r', n) || memchr(p, '\n', n) ||
+                memchr(p, '\0', n)) {
+                snprintf(err, sizeof(err),
+                         "credential must be a string of 1 to 4096 bytes "
+                         "without CR, LF or NUL");
+                break;
+            }
+            credential = v;
         } else {
             snprintf(err, sizeof(err), "unknown key '%.60s'", key);
             break;
@@ -359,6 +382,14 @@ static void control(struct mx_sim *sim, struct mx_req *req)
     }
     sim->set = next;
     mx_sim_fault_reconfigure(sim, reseed);
+    if (credential) {
+        OPENSSL_cleanse(sim->secret, sim->secret_len);
+        free(sim->secret);
+        sim->secret_len = json_string_length(credential);
+        sim->secret = mx_xmalloc(sim->secret_len);
+        memcpy(sim->secret, json_string_value(credential), sim->secret_len);
+        mx_log_info("sim", "control: credential replaced");
+    }
     for (size_t i = 0; i < json_array_size(actions); i++) {
         const char *a = json_string_value(json_array_get(actions, i));
         mx_log_info("sim", "control: %s", a);

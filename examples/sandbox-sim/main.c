@@ -73,6 +73,7 @@ static void usage(FILE *f)
           "                           answering its own name (default 0)\n"
           "  --error-rate P           answer 503 to this share of /mcp requests (0..1)\n"
           "  --seed N                 seed of the error-rate generator (default 1)\n"
+          "  --unauthorized-delay-ms N  answer a wrong credential's 401 N ms late\n"
           "  --log-level LEVEL        error, warn, info (default) or debug\n"
           "  --get-stream             GET /mcp opens the session's notification stream\n"
           "  --conformance            serve the fixture set of the MCP conformance suite\n"

@@ -392,6 +392,70 @@ void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
                        NULL);
 }
 
+/* unauthorized_delay_ms: a wrong credential is refused late, as an
+ * identity provider's round trip makes it; a test has several requests
+ * refused at once with it. */
+struct mx_sim_slow401 {
+    struct mx_sim_slow401 *next;
+    struct mx_sim_slow401 *prev;
+    struct mx_sim *sim;
+    struct mx_req *req;
+    ev_timer timer;
+};
+
+static void slow401_unlink(struct mx_sim_slow401 *d)
+{
+    struct mx_sim *sim = d->sim;
+    ev_timer_stop(sim->loop, &d->timer);
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        sim->slow401 = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+}
+
+static void refuse(struct mx_sim *sim, struct mx_req *req)
+{
+    static const struct mx_hdr_out www[] = {{"WWW-Authenticate", "Bearer realm=\"sandbox-sim\""}};
+    mx_sim_respond(
+        sim, req, 401, www, sim->auth_mode == MX_SIM_AUTH_BEARER ? 1 : 0,
+        json_pack("{s:s,s:s}", "error", "unauthorized", "message", "missing or wrong credential"),
+        "unauthorized");
+}
+
+static void slow401_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_sim_slow401 *d = mx_container_of(w, struct mx_sim_slow401, timer);
+    struct mx_sim *sim = d->sim;
+    struct mx_req *req = d->req;
+    (void)loop;
+    (void)revents;
+    slow401_unlink(d);
+    free(d);
+    mx_req_set_handler(req, NULL, NULL, NULL);
+    refuse(sim, req);
+}
+
+static void slow401_abort(struct mx_req *req, void *data)
+{
+    struct mx_sim_slow401 *d = data;
+    (void)req;
+    slow401_unlink(d);
+    free(d);
+}
+
+static void slow401_clear(struct mx_sim *sim)
+{
+    while (sim->slow401) {
+        struct mx_sim_slow401 *d = sim->slow401;
+        slow401_unlink(d);
+        mx_req_set_handler(d->req, NULL, NULL, NULL);
+        mx_req_reset(d->req);
+        free(d);
+    }
+}
+
 static void on_request(struct mx_req *req, void *data)
 {
     struct mx_sim *sim = data;
@@ -401,13 +465,22 @@ static void on_request(struct mx_req *req, void *data)
     if (mcp)
         sim->stats.requests++;
     if (!auth_ok(sim, req)) {
-        static const struct mx_hdr_out www[] = {
-            {"WWW-Authenticate", "Bearer realm=\"sandbox-sim\""}};
         sim->stats.unauthorized++;
-        mx_sim_respond(sim, req, 401, www, sim->auth_mode == MX_SIM_AUTH_BEARER ? 1 : 0,
-                       json_pack("{s:s,s:s}", "error", "unauthorized", "message",
-                                 "missing or wrong credential"),
-                       "unauthorized");
+        if (sim->set.unauthorized_delay_ms > 0) {
+            struct mx_sim_slow401 *d = mx_xcalloc(1, sizeof(*d));
+            d->sim = sim;
+            d->req = req;
+            d->next = sim->slow401;
+            if (sim->slow401)
+                sim->slow401->prev = d;
+            sim->slow401 = d;
+            mx_req_set_handler(req, NULL, slow401_abort, d);
+            ev_timer_init(&d->timer, slow401_cb, (double)sim->set.unauthorized_delay_ms / 1000.0,
+                          0.0);
+            ev_timer_start(sim->loop, &d->timer);
+            return;
+        }
+        refuse(sim, req);
         return;
     }
     if (!mcp) {
@@ -478,5 +551,6 @@ void mx_sim_stop(struct mx_sim *sim)
     sim->httpd = NULL;
     mx_sim_stream_clear(sim);
     mx_sim_fault_clear(sim);
+    slow401_clear(sim);
     mx_sim_session_expire_all(sim);
 }

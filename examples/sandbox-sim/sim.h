@@ -66,6 +66,9 @@ struct mx_sim_settings {
     int64_t seed;        /* of the error-rate PRNG */
     int64_t retry_after; /* refuse mode: Retry-After seconds on the refusal; -1: none */
     int64_t gone;        /* 1: the sandbox was deleted: every /mcp request gets 410 */
+    double error_rate;             /* 0..1: share of /mcp requests answered 503 */
+    int64_t seed;                  /* of the error-rate PRNG */
+    int64_t unauthorized_delay_ms; /* a wrong credential's 401 comes this late */
 };
 
 struct mx_sim_stats {
@@ -98,8 +101,9 @@ struct mx_sim_session {
     struct mx_sim_conf_sess conf; /* conformance mode only */
 };
 
-struct mx_sim_held; /* fault.c */
-struct mx_sim_call; /* stream.c */
+struct mx_sim_held;    /* fault.c */
+struct mx_sim_slow401; /* server.c */
+struct mx_sim_call;    /* stream.c */
 
 struct mx_sim {
     struct ev_loop *loop;
@@ -123,6 +127,7 @@ struct mx_sim {
     struct mx_sim_held *held_head;
     struct mx_sim_held *held_tail;
     size_t held_cnt;
+    struct mx_sim_slow401 *slow401; /* 401s waiting for unauthorized_delay_ms */
     const struct mx_req *releasing; /* the held request being served now, for its log line */
     size_t busy;                    /* streams in flight; the sim does not pause under them */
     size_t get_streams;             /* standalone GET streams open now (of busy) */

@@ -210,14 +210,17 @@ static void on_request(struct mx_req *req, void *data)
     mx_gateway_error(req, 404, "not found");
 }
 
-/* The log's redaction: every secret of every config generation in use. */
-static void log_redact(char *msg, size_t len, void *data)
+/* The redaction of the log and the trace: every secret of every config
+ * generation in use, and every upstream's refreshed credential. */
+static void redact(char *msg, size_t len, void *data)
 {
     const struct mx_gateway *gw = data;
     for (const struct mx_cfg_gen *g = gw->gens; g; g = g->next) {
         if (g->cfg)
             mx_config_redact(g->cfg, msg, len);
     }
+    for (size_t i = 0; i < gw->upstream_cnt; i++)
+        mx_upstream_redact(gw->upstreams[i], msg, len);
 }
 
 size_t mx_gateway_inflight(const struct mx_gateway *gw)
@@ -289,7 +292,7 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     gw->cfg = cfg;
     gw->gens = mx_xcalloc(1, sizeof(*gw->gens));
     gw->gens->cfg = cfg;
-    mx_log_set_redact(log_redact, gw);
+    mx_log_set_redact(redact, gw);
     gw->started = time(NULL);
     /* The configured listen name is accepted as Host besides loopback names. */
     const char *a = cfg->listen.address;
@@ -312,7 +315,7 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     }
 
     if (cfg->proxy.trace) {
-        gw->trace = mx_trace_open(cfg->proxy.trace, cfg, diag);
+        gw->trace = mx_trace_open(cfg->proxy.trace, redact, gw, diag);
         if (gw->trace == NULL)
             goto fail;
     }
@@ -369,6 +372,7 @@ void mx_gateway_free(struct mx_gateway *gw)
         mx_upstream_clear(gw->upstreams[i]);
         free(gw->upstreams[i]);
     }
+    gw->upstream_cnt = 0; /* what the log's redaction walks */
     mx_uclient_free(gw->uclient);
     mx_trace_close(gw->trace);
     mx_metrics_free(gw->metrics);

@@ -113,7 +113,6 @@ static void gen_put(struct mx_gateway *gw, struct mx_cfg_gen *g)
             break;
         }
     }
-    mx_trace_remove_config(gw->trace, g->cfg);
     mx_config_free(g->cfg); /* wipes what secrets are left */
     free(g);
 }
@@ -181,6 +180,21 @@ static bool str_differs(const char *a, const char *b)
     return strcmp(a, b) != 0;
 }
 
+/*
+ * Whether the running |u| is what the new config's |n| asks for. A
+ * credential its refresh command renewed lives in the upstream, not in
+ * the config: a reload whose `cmd:` now prints that value (or still
+ * prints the old one) leaves the server unchanged and the upstream keeps
+ * the renewed credential, its sessions and its connections. A value that
+ * is neither is a new credential: the server changed.
+ */
+static bool server_same(const struct mx_upstream *u, const struct mx_server_cfg *n)
+{
+    return mx_server_cfg_same_keys(u->cfg, n) &&
+           (mx_secret_same(u->cfg->secret, n->secret) ||
+            (u->secret && mx_secret_same(u->secret, n->secret)));
+}
+
 /* [listen] and [proxy] keys a running gateway cannot take: say so. */
 static void warn_restart_keys(const struct mx_config *old, const struct mx_config *cfg)
 {
@@ -215,7 +229,7 @@ static size_t slots_short(const struct mx_gateway *gw, const struct mx_config *c
             continue;
         in_use++; /* live, or retiring: held until its requests end */
         const struct mx_server_cfg *n = u->retired ? NULL : mx_config_server(cfg, u->cfg->name);
-        if (n && mx_server_cfg_same(u->cfg, n))
+        if (n && server_same(u, n))
             keep++;
     }
     size_t need = in_use + (cfg->server_cnt - keep);
@@ -247,7 +261,6 @@ int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, s
     gen->cfg = cfg;
     gen->next = gw->gens;
     gw->gens = gen;
-    mx_trace_add_config(gw->trace, cfg);
     warn_restart_keys(old, cfg);
 
     size_t kept = 0, retired = 0, added = 0;
@@ -258,7 +271,7 @@ int mx_gateway_reload(struct mx_gateway *gw, struct mx_config *cfg, char *err, s
         if (u->retired)
             continue;
         const struct mx_server_cfg *n = mx_config_server(cfg, u->cfg->name);
-        if (n && mx_server_cfg_same(u->cfg, n)) {
+        if (n && server_same(u, n)) {
             keep[n - cfg->servers] = true;
             kept++;
             continue;

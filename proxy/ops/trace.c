@@ -16,11 +16,12 @@
 
 struct mx_trace {
     int fd;
-    const struct mx_config **cfgs; /* every config generation still in use */
-    size_t cfg_cnt;
+    mx_log_redact_cb redact;
+    void *redact_data;
 };
 
-struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag)
+struct mx_trace *mx_trace_open(const char *path, mx_log_redact_cb redact, void *data,
+                               struct mx_diag *diag)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) {
@@ -29,36 +30,15 @@ struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, st
     }
     struct mx_trace *t = mx_xcalloc(1, sizeof(*t));
     t->fd = fd;
-    mx_trace_add_config(t, cfg);
+    t->redact = redact;
+    t->redact_data = data;
     return t;
 }
 
-void mx_trace_add_config(struct mx_trace *t, const struct mx_config *cfg)
-{
-    if (t == NULL)
-        return;
-    t->cfgs = mx_xrealloc(t->cfgs, (t->cfg_cnt + 1) * sizeof(*t->cfgs));
-    t->cfgs[t->cfg_cnt++] = cfg;
-}
-
-void mx_trace_remove_config(struct mx_trace *t, const struct mx_config *cfg)
-{
-    if (t == NULL)
-        return;
-    for (size_t i = 0; i < t->cfg_cnt; i++) {
-        if (t->cfgs[i] == cfg) {
-            t->cfgs[i] = t->cfgs[--t->cfg_cnt];
-            return;
-        }
-    }
-}
-
-/* The one place trace text is cleaned: every secret mcplex holds, in every
- * config generation that is still in use. */
+/* The one place trace text is cleaned: every secret mcplex holds. */
 static void redact(const struct mx_trace *t, char *p, size_t len)
 {
-    for (size_t i = 0; i < t->cfg_cnt; i++)
-        mx_config_redact(t->cfgs[i], p, len);
+    t->redact(p, len, t->redact_data);
 }
 
 void mx_trace_msg(struct mx_trace *t, const char *dir, const char *server, const char *session,
@@ -104,6 +84,5 @@ void mx_trace_close(struct mx_trace *t)
     if (t == NULL)
         return;
     close(t->fd);
-    free(t->cfgs);
     free(t);
 }

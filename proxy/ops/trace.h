@@ -1,27 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JSONL trace: one line per JSON-RPC message that crosses mcplex
- * ({"ts","dir","server","session","msg"}). Every line passes through one
- * redaction function that blanks every configured secret value, so a
+ * ({"ts","dir","server","session","msg"}). Every line passes through the
+ * gateway's redaction (the one the log uses: every configured secret of
+ * every config generation in use, and every refreshed credential), so a
  * token an upstream echoes back never lands in the file.
  */
 #ifndef MX_TRACE_H
 #define MX_TRACE_H
 
 #include "diag.h"
-#include "model.h"
+#include "log.h"
 #include "str.h"
 
 struct mx_trace;
 
-/* Open |path| for appending (created 0600). |cfg| lends the secrets to
- * redact and must outlive the trace (or be removed first). Returns NULL
- * with |diag| set. */
-struct mx_trace *mx_trace_open(const char *path, const struct mx_config *cfg, struct mx_diag *diag);
-/* After a reload several config generations are in use at once: the trace
- * redacts the secrets of each one it was given. Both accept a NULL trace. */
-void mx_trace_add_config(struct mx_trace *t, const struct mx_config *cfg);
-void mx_trace_remove_config(struct mx_trace *t, const struct mx_config *cfg);
+/* Open |path| for appending (created 0600). |redact| blanks every secret
+ * in a text, with |data|, which must outlive the trace. Returns NULL with
+ * |diag| set. */
+struct mx_trace *mx_trace_open(const char *path, mx_log_redact_cb redact, void *data,
+                               struct mx_diag *diag);
 
 /*
  * Record one message. |dir| is "c2s" (client to server) or "s2c"; |server|

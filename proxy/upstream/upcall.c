@@ -18,6 +18,9 @@
 #include "err.h"
 #include "log.h"
 #include "rand.h"
+#include "refresh.h"
+#include "secret.h"
+#include "secret_ref.h"
 #include "upcall.h"
 #include "wake.h"
 
@@ -54,6 +57,7 @@ struct mx_upcall {
     struct mx_upcall_cbs cbs;
     void *data;
     struct mx_ureq_opts opts; /* its strings and body point into text[] */
+    size_t hdr_cnt;           /* the caller's header lines; the credential is added */
     size_t hdrs_len;          /* bytes of header text at the start of text[] */
     struct mx_ureq *ureq;
     struct mx_upcall *next; /* in up's queue */
@@ -72,9 +76,18 @@ struct mx_upcall {
     bool retry;  /* this attempt got a retry_on status */
     bool passed; /* a head went to the caller: no more retries */
     bool waited;
+    /* credential refresh: the 401 or 403 this attempt got (the call did
+     * not run), whether the call had its one retry after a refresh, and
+     * whether it waits in the queue for one; |seen| is up->refreshes when
+     * the attempt went out */
+    long refused;
+    bool refreshed;
+    bool auth_wait;
+    uint64_t seen;
     /* One allocation with the call: the copies of the caller's strings
-     * (they may be on its stack): opts.headers here, then their text (it may
-     * hold a credential: wiped), the method, url, ca_file and the body. */
+     * (they may be on its stack): opts.headers here (one slot more, for
+     * the credential of each attempt), then their text (wiped), the
+     * method, url, ca_file and the body. */
     char *lines[];
 };
 
@@ -134,6 +147,10 @@ static void release_slot(struct mx_upcall *c)
 static bool must_wait(const struct mx_upcall *c)
 {
     const struct mx_upstream *up = c->up;
+    /* nothing goes out with a credential that is being replaced; a call
+     * whose refresh failed is failed by refresh_done, never sent again */
+    if (up->refresh || (c->auth_wait && !up->refresh_ok))
+        return true;
     if (up->probe && up->probe != c)
         return true;
     return !c->is_stream && !c->counted && up->inflight >= (size_t)up->cfg->max_concurrency;
@@ -165,7 +182,7 @@ static void call_free(struct mx_upcall *c)
         c->up->calls--;
     if (c->up->probe == c)
         c->up->probe = NULL;
-    OPENSSL_cleanse(c->lines + c->opts.header_cnt, c->hdrs_len);
+    OPENSSL_cleanse(c->lines + c->hdr_cnt + 1, c->hdrs_len);
     free(c);
 }
 
@@ -213,7 +230,8 @@ static void start_wake(struct mx_upcall *c)
         up->hook_started = true;
         long t = up->cfg->wake_timeout_ms < HOOK_TIMEOUT_MS ? (long)up->cfg->wake_timeout_ms
                                                             : HOOK_TIMEOUT_MS;
-        if (mx_wake_hook_run(c->loop, c->uc, up->cfg, t, hook_done, up, &up->hook) != 0)
+        if (mx_wake_hook_run(c->loop, c->uc, up->cfg, mx_upstream_secret(up), t, hook_done, up,
+                             &up->hook) != 0)
             up->hook = NULL;
     }
 }
@@ -344,6 +362,68 @@ static void not_awake(struct mx_upcall *c)
     ev_timer_start(c->loop, &c->timer);
 }
 
+/* ---- credential refresh ---- */
+
+/* The credential was refused and no usable one came: the call fails as
+ * auth-failed, with |why| (what the refresh said; names no value). */
+static void auth_failed(struct mx_upcall *c, const char *why)
+{
+    struct mx_upstream *up = c->up;
+    struct mx_ureq_info info = {0};
+    dequeue(c);
+    info.http_status = c->refused;
+    snprintf(info.cause, sizeof(info.cause), "%s", why);
+    mx_upstream_note(up, MX_UPSTREAM_EV_AUTH_REFUSED);
+    finish(c, MX_EAUTH, &info);
+}
+
+/* Every call that waited for the refresh goes once more with the new
+ * credential, or fails with the refresh. One at a time from the head:
+ * a caller's callback may end other calls. */
+static void refresh_done(struct mx_upstream *up)
+{
+    while (!up->refresh_ok) {
+        struct mx_upcall *c = up->q_head;
+        while (c && !c->auth_wait)
+            c = c->next;
+        if (c == NULL)
+            break;
+        auth_failed(c, up->refresh_why);
+    }
+    pump(up);
+}
+
+/* The attempt got |c->refused|. A call refused again after its refresh
+ * fails: a refresh never loops. Single flight: a refresh in flight is
+ * joined; one that ended since the attempt went out is used (its new
+ * credential, or its failure); else this call starts one. */
+static void refused(struct mx_upcall *c)
+{
+    struct mx_upstream *up = c->up;
+    release_slot(c);
+    if (c->refreshed) {
+        char shown[120], why[160];
+        mx_secret_ref_show(mx_refresh_ref(up->cfg), shown, sizeof(shown));
+        snprintf(why, sizeof(why), "the new one %s printed was refused too", shown);
+        auth_failed(c, why);
+        return;
+    }
+    c->refreshed = true;
+    if (up->refresh == NULL && up->refreshes == c->seen &&
+        mx_refresh_start(c->loop, up, refresh_done) != 0) {
+        auth_failed(c, up->refresh_why);
+        return;
+    }
+    if (up->refresh == NULL && !up->refresh_ok) {
+        auth_failed(c, up->refresh_why);
+        return;
+    }
+    mx_upstream_report_retry(up);
+    c->auth_wait = true;
+    enqueue(c);
+    pump(up);
+}
+
 /* ---- uclient callbacks ---- */
 
 static bool is_retry_status(const struct mx_upstream *up, long status)
@@ -387,6 +467,15 @@ static void on_head(struct mx_ureq *u, long status, const struct mx_header *hdrs
         c->retry = true; /* the front answered for a sandbox that did not run it */
         return;
     }
+    /* A refused credential: the call did not run. Where a command can
+     * renew it, the call goes once more after the refresh (on_done), and
+     * fails if refused again. The sandbox answered: a wake is over. */
+    if (!c->passed && (status == 401 || status == 403) && mx_refresh_ref(up->cfg)) {
+        c->refused = status;
+        if (up->probe == c)
+            up->probe = NULL;
+        return;
+    }
     c->passed = true;
     if (up->state == MX_UPSTREAM_WAKING)
         mx_log_info("wake", "up:%s answered after waking for %.0f ms", up->cfg->name,
@@ -404,7 +493,7 @@ static int on_data(struct mx_ureq *u, const char *p, size_t len, void *data)
 {
     struct mx_upcall *c = data;
     mx_upstream_report_bytes(c->up, 0, len);
-    if (c->retry)
+    if (c->retry || c->refused)
         return 0;
     return c->cbs.base.on_data(u, p, len, c->data);
 }
@@ -423,6 +512,10 @@ static void on_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info,
         mx_upstream_note_no_connection(c->up, ev_now(c->loop), info->tls, info->cause);
     else if (err == 0 || info->response_started)
         mx_upstream_note_connected(c->up);
+    if (c->refused) {
+        refused(c);
+        return;
+    }
     if (!c->passed && (c->retry || unsent)) {
         c->retry = false;
         not_awake(c);
@@ -476,7 +569,19 @@ static int launch(struct mx_upcall *c)
     }
     c->state = CALL_RUNNING;
     c->retry = false;
+    c->refused = 0;
+    c->auth_wait = false;
+    c->seen = up->refreshes;
+    /* the credential of this attempt: a refreshed one once there is one
+     * (uclient copies the lines and wipes its copy) */
+    char *auth = mx_secret_header_new(mx_upstream_secret(up), up->cfg->auth, up->cfg->auth_name);
+    c->opts.header_cnt = c->hdr_cnt;
+    if (auth)
+        c->lines[c->opts.header_cnt++] = auth;
     int rc = mx_ureq_start(c->uc, &c->opts, &wrap, c, &c->ureq);
+    c->lines[c->hdr_cnt] = NULL;
+    c->opts.header_cnt = c->hdr_cnt;
+    mx_secret_wipe_free(auth);
     if (rc) {
         c->ureq = NULL;
         return rc;
@@ -562,7 +667,7 @@ int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstr
     size_t method_len = strlen(opts->method) + 1;
     size_t url_len = strlen(opts->url) + 1;
     size_t ca_len = opts->ca_file ? strlen(opts->ca_file) + 1 : 0;
-    size_t fixed = sizeof(struct mx_upcall) + opts->header_cnt * sizeof(char *) + hdrs_len +
+    size_t fixed = sizeof(struct mx_upcall) + (opts->header_cnt + 1) * sizeof(char *) + hdrs_len +
                    method_len + url_len + ca_len;
     if (opts->body_len > SIZE_MAX - fixed)
         return MX_EINVAL;
@@ -574,8 +679,10 @@ int mx_upcall_start(struct ev_loop *loop, struct mx_uclient *uc, struct mx_upstr
     c->cbs = *cbs;
     c->data = data;
     c->opts = *opts;
+    c->hdr_cnt = opts->header_cnt;
     c->hdrs_len = hdrs_len;
-    char *text = (char *)(c->lines + opts->header_cnt);
+    c->lines[c->hdr_cnt] = NULL;
+    char *text = (char *)(c->lines + c->hdr_cnt + 1);
     for (size_t i = 0; i < opts->header_cnt; i++) {
         size_t len = strlen(opts->headers[i]) + 1;
         c->lines[i] = memcpy(text, opts->headers[i], len);
@@ -656,6 +763,7 @@ void mx_upstream_clear(struct mx_upstream *up)
         mx_upcall_cancel(up->probe);
     mx_wake_hook_cancel(up->hook);
     up->hook = NULL;
+    mx_refresh_clear(up);
     mx_upool_free(up->pool);
     up->pool = NULL;
 }

@@ -43,11 +43,11 @@ int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str v
     return 0;
 }
 
-int mx_upreq_hdrs_auth(struct mx_upreq_hdrs *h, const struct mx_server_cfg *cfg)
+int mx_upreq_hdrs_auth(struct mx_upreq_hdrs *h, const struct mx_upstream *up)
 {
     if (h->cnt == MX_UPREQ_MAX_HEADERS)
         return MX_ELIMIT;
-    char *line = mx_secret_header_new(cfg->secret, cfg->auth, cfg->auth_name);
+    char *line = mx_secret_header_new(mx_upstream_secret(up), up->cfg->auth, up->cfg->auth_name);
     if (line == NULL)
         return 0;
     h->owned[h->cnt] = line;
@@ -101,18 +101,25 @@ static void gone(const struct mx_server_cfg *cfg, struct mx_upfail *out)
            cfg->name);
 }
 
-void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)
+/* |cause|: what else happened ("" for nothing). */
+static void auth_refused(const struct mx_server_cfg *cfg, long status, const char *cause,
+                         struct mx_upfail *out)
 {
     char hint[256];
+    check_hint(cfg, hint, sizeof(hint));
+    upfail(out, MX_RPC_UPSTREAM_AUTH, "auth-failed",
+           "upstream '%s' auth-failed: it refused its credential (HTTP %ld); %s%s%s", cfg->name,
+           status, cause, cause[0] ? "; " : "", hint);
+}
+
+void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out)
+{
     if (status == 410) {
         gone(cfg, out);
         return;
     }
     if (status == 401 || status == 403) {
-        check_hint(cfg, hint, sizeof(hint));
-        upfail(out, MX_RPC_UPSTREAM_AUTH, "auth-failed",
-               "upstream '%s' auth-failed: it refused its credential (HTTP %ld); %s", cfg->name,
-               status, hint);
+        auth_refused(cfg, status, "", out);
         return;
     }
     for (size_t i = 0; i < cfg->retry_on_cnt; i++) {
@@ -129,7 +136,10 @@ void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_up
 void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct mx_ureq_info *info,
                          struct mx_upfail *out)
 {
-    if (info && info->wake_timeout)
+    if (err == MX_EAUTH)
+        auth_refused(cfg, info && info->http_status ? info->http_status : 401,
+                     info ? info->cause : "", out);
+    else if (info && info->wake_timeout)
         upfail(out, MX_RPC_UPSTREAM_UNAVAILABLE, "not-awake",
                "upstream '%s' did not wake within %lld s", cfg->name,
                (long long)(cfg->wake_timeout_ms / 1000));

@@ -17,6 +17,7 @@
 #include "model.h"
 #include "str.h"
 #include "uclient.h"
+#include "upstream.h"
 
 #define MX_UPREQ_MAX_HEADERS 48 /* room for a tool's Mcp-Param-* headers */
 
@@ -32,9 +33,10 @@ void mx_upreq_hdrs_init(struct mx_upreq_hdrs *h);
  * as an empty header). Returns 0, MX_EINVAL (a control byte in the value:
  * mx_guard_header_value_ok) or MX_ELIMIT (full). */
 int mx_upreq_hdrs_add(struct mx_upreq_hdrs *h, const char *name, struct mx_str value);
-/* Add the credential line of |cfg| (none for auth = "none"). Returns 0 or
- * MX_ELIMIT. */
-int mx_upreq_hdrs_auth(struct mx_upreq_hdrs *h, const struct mx_server_cfg *cfg);
+/* Add the credential line of |up| (its auth kind with mx_upstream_secret;
+ * none for auth = "none"), for a request that is not an mx_upcall (which
+ * adds it to each attempt itself). Returns 0 or MX_ELIMIT. */
+int mx_upreq_hdrs_auth(struct mx_upreq_hdrs *h, const struct mx_upstream *up);
 /* Wipe and free every line; the struct may be reused after init. */
 void mx_upreq_hdrs_clear(struct mx_upreq_hdrs *h);
 
@@ -49,7 +51,9 @@ struct mx_upfail {
 
 /* The upstream answered HTTP |status|, which is not an MCP answer. */
 void mx_upfail_status(const struct mx_server_cfg *cfg, long status, struct mx_upfail *out);
-/* The exchange failed with |err| from uclient's on_done, |info| as given. */
+/* The exchange failed with |err| from uclient's on_done, |info| as given.
+ * MX_EAUTH (from upcall.c): the credential was refused (info->http_status)
+ * and its refresh gave no new one (info->cause says why). */
 void mx_upfail_transport(const struct mx_server_cfg *cfg, int err, const struct mx_ureq_info *info,
                          struct mx_upfail *out);
 /* The upstream broke the protocol: |what| says how (a fixed string). */

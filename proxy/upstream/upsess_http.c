@@ -263,7 +263,7 @@ struct mx_uph_op *mx_uph_op_start(struct mx_uph_sess *s, enum mx_uph_op_kind kin
     } else if (kind != MX_UPH_OP_INIT && s->version[0] && strcmp(s->version, "2025-03-26") > 0) {
         mx_upreq_hdrs_add(&h, "MCP-Protocol-Version", mx_str_cstr(s->version));
     }
-    mx_upreq_hdrs_auth(&h, cfg);
+    /* the credential: mx_upcall_start adds it to each attempt */
 
     struct mx_uph_op *op = mx_xcalloc(1, sizeof(*op));
     op->s = s;
@@ -1076,7 +1076,7 @@ static void send_bye(struct mx_uph_sess *s)
     mx_upreq_hdrs_add(&h, "Mcp-Session-Id", mx_str_cstr(s->sid));
     if (s->version[0] && strcmp(s->version, "2025-03-26") > 0)
         mx_upreq_hdrs_add(&h, "MCP-Protocol-Version", mx_str_cstr(s->version));
-    mx_upreq_hdrs_auth(&h, s->base.env->up->cfg);
+    mx_upreq_hdrs_auth(&h, s->base.env->up);
     struct mx_ureq_opts o;
     memset(&o, 0, sizeof(o));
     o.method = "DELETE";

@@ -453,7 +453,7 @@ static int post_start(struct se *s, enum post_kind kind, const json_t *msg, stru
     struct mx_upreq_hdrs h;
     mx_upreq_hdrs_init(&h);
     mx_upreq_hdrs_add(&h, "Content-Type", MX_STR_LIT("application/json"));
-    mx_upreq_hdrs_auth(&h, s->c.cfg);
+    /* the credential: mx_upcall_start adds it to each attempt */
     char *body = mx_rpc_dump(msg);
     struct post *p = mx_xcalloc(1, sizeof(*p));
     p->s = s;
@@ -578,7 +578,6 @@ static void sse_start(struct mx_upchan *c)
     struct mx_upfail f;
     mx_upreq_hdrs_init(&h);
     mx_upreq_hdrs_add(&h, "Accept", MX_STR_LIT("text/event-stream"));
-    mx_upreq_hdrs_auth(&h, c->cfg);
     struct mx_ureq_opts o;
     memset(&o, 0, sizeof(o));
     o.method = "GET";

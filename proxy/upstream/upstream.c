@@ -244,6 +244,17 @@ int mx_upstream_retry_after_parse(struct mx_str value, time_t now, int64_t *secs
     return 0;
 }
 
+const struct mx_secret *mx_upstream_secret(const struct mx_upstream *u)
+{
+    return u->secret ? u->secret : u->cfg->secret;
+}
+
+void mx_upstream_redact(const struct mx_upstream *u, char *p, size_t len)
+{
+    if (u->secret)
+        mx_secret_redact(u->secret, p, len);
+}
+
 void mx_upstream_report_retry(struct mx_upstream *u)
 {
     if (u->obs && u->obs->retry)

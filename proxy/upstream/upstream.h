@@ -25,6 +25,7 @@ struct mx_cfg_gen;
 struct mx_upstream;
 struct mx_upool;
 struct mx_upcall;
+struct mx_refresh;
 
 enum mx_upstream_state {
     MX_UPSTREAM_UNKNOWN = 0, /* not contacted since start: a paused sandbox stays paused */
@@ -125,6 +126,16 @@ struct mx_upstream {
     struct mx_upool *pool;     /* NULL until the first call */
     struct mx_upcall *streams; /* calls with on_idle */
     size_t calls;              /* other calls, in any state */
+    /* credential refresh (refresh.c; upcall.c makes calls wait for it):
+     * the value the refresh command printed last, used in place of
+     * cfg->secret once set (mx_upstream_secret), wiped when replaced and
+     * when the upstream goes; it never enters the config, so a reload
+     * does not see it */
+    struct mx_secret *secret;
+    struct mx_refresh *refresh; /* the one in flight, or NULL */
+    uint64_t refreshes;         /* refreshes ended, whatever their outcome */
+    bool refresh_ok;            /* the last one gave a new credential */
+    char refresh_why[160];      /* else what went wrong, naming no value */
 
     const struct mx_upstream_obs *obs; /* borrowed; NULL: nothing reported */
     void *obs_data;
@@ -177,6 +188,13 @@ void mx_upstream_fault_text(const struct mx_upstream *u, char *out, size_t cap);
  * or MX_EINVAL when it is neither.
  */
 int mx_upstream_retry_after_parse(struct mx_str value, time_t now, int64_t *secs);
+
+/* The credential requests to |u| carry: the refreshed one, else its
+ * config's (NULL: none). */
+const struct mx_secret *mx_upstream_secret(const struct mx_upstream *u);
+/* Blank |u|'s refreshed credential in |p|,|len| (mx_secret_redact): the
+ * log and the trace redact it as they do config secrets. */
+void mx_upstream_redact(const struct mx_upstream *u, char *p, size_t len);
 
 /* Tell |u|'s observer (struct mx_upstream_obs; nothing without one). */
 void mx_upstream_report_retry(struct mx_upstream *u);

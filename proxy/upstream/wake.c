@@ -1,40 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Wake hooks. A command runs as a child watched by ev_child (libev's default
- * loop reaps it); a URL goes through the shared upstream client. Nothing
- * blocks the loop, and a hook that hangs is killed at its timeout.
+ * Wake hooks. A command runs through cmdrun.h (a child watched by ev_child,
+ * killed at its timeout); a URL goes through the shared upstream client.
+ * Nothing blocks the loop.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "alloc.h"
+#include "cmdrun.h"
 #include "err.h"
 #include "log.h"
 #include "wake.h"
-
-#define MAX_ARGS 32
 
 struct mx_wake_hook {
     struct ev_loop *loop;
     const struct mx_server_cfg *cfg;
     mx_wake_done_cb cb;
     void *data;
-    pid_t pid;
-    ev_child child;
-    ev_timer timer;
+    struct mx_cmdrun *run;
+    ev_timer timer; /* a url: hook's deadline (a command has its own) */
     struct mx_ureq *ureq;
     long status;
 };
 
 static void hook_free(struct mx_wake_hook *h)
 {
-    ev_child_stop(h->loop, &h->child);
     ev_timer_stop(h->loop, &h->timer);
     free(h);
 }
@@ -47,16 +39,13 @@ static void finish(struct mx_wake_hook *h, int err)
     cb(err, data);
 }
 
-static void child_cb(struct ev_loop *loop, ev_child *w, int revents)
+static void cmd_done(int err, const char *why, struct mx_str out, void *data)
 {
-    struct mx_wake_hook *h = mx_container_of(w, struct mx_wake_hook, child);
-    (void)loop;
-    (void)revents;
-    int ok = WIFEXITED(w->rstatus) && WEXITSTATUS(w->rstatus) == 0;
-    if (!ok)
-        mx_log_warn("wake", "up:%s wake command failed (status %d)", h->cfg->name, w->rstatus);
-    h->pid = 0;
-    finish(h, ok ? 0 : MX_EUPSTREAM);
+    struct mx_wake_hook *h = data;
+    (void)why; /* logged by cmdrun */
+    (void)out;
+    h->run = NULL;
+    finish(h, err);
 }
 
 static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -65,63 +54,19 @@ static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     mx_log_warn("wake", "up:%s wake hook did not finish in time", h->cfg->name);
-    if (h->pid > 0)
-        kill(-h->pid, SIGKILL);
     if (h->ureq)
         mx_ureq_cancel(h->ureq);
     finish(h, MX_ETIMEDOUT);
 }
 
-static int run_cmd(struct mx_wake_hook *h, const char *cmd)
+static int run_cmd(struct mx_wake_hook *h, const char *cmd, long timeout_ms)
 {
-    char *copy = mx_xstrdup(cmd);
-    char *argv[MAX_ARGS + 1];
-    int argc = 0;
-    for (char *p = copy; *p && argc < MAX_ARGS;) {
-        while (*p == ' ')
-            *p++ = '\0';
-        if (*p == '\0')
-            break;
-        argv[argc++] = p;
-        while (*p && *p != ' ')
-            p++;
-    }
-    argv[argc] = NULL;
-    if (argc == 0) {
-        free(copy);
-        return MX_EINVAL;
-    }
-    /* Nothing of mcplex's environment (where secrets may live) but PATH. */
-    const char *path = getenv("PATH");
-    char *path_env = mx_xasprintf("PATH=%s", path ? path : "/usr/bin:/bin");
-    char *envp[] = {path_env, NULL};
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    /* stdin and stdout from/to /dev/null: in `mcplex stdio` stdout carries
-     * JSON-RPC only; stderr joins mcplex's log. */
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    free(path_env);
-    if (rc != 0) {
-        mx_log_warn("wake", "up:%s cannot run wake command %s: %s", h->cfg->name, argv[0],
-                    strerror(rc));
-        free(copy);
-        return MX_EIO;
-    }
-    free(copy);
-    h->pid = pid;
-    ev_child_init(&h->child, child_cb, pid, 0);
-    ev_child_start(h->loop, &h->child);
-    return 0;
+    char label[96], why[160];
+    snprintf(label, sizeof(label), "up:%s wake command", h->cfg->name);
+    /* stdout to /dev/null: in `mcplex stdio` it carries JSON-RPC only;
+     * stderr joins mcplex's log */
+    struct mx_cmdrun_opts o = {cmd, label, timeout_ms, 0, false, true};
+    return mx_cmdrun_start(h->loop, &o, cmd_done, h, &h->run, why, sizeof(why));
 }
 
 static void url_head(struct mx_ureq *u, long status, const struct mx_header *hdrs, size_t cnt,
@@ -158,11 +103,12 @@ static void url_done(struct mx_ureq *u, int err, const struct mx_ureq_info *info
 
 static const struct mx_ureq_cbs url_cbs = {url_head, url_data, url_done};
 
-static int run_url(struct mx_wake_hook *h, struct mx_uclient *uc, const char *url, long timeout_ms)
+static int run_url(struct mx_wake_hook *h, struct mx_uclient *uc, const struct mx_secret *secret,
+                   const char *url, long timeout_ms)
 {
     const char *lines[2];
     size_t n = 0;
-    char *auth = mx_secret_header_new(h->cfg->secret, h->cfg->auth, h->cfg->auth_name);
+    char *auth = mx_secret_header_new(secret, h->cfg->auth, h->cfg->auth_name);
     if (auth)
         lines[n++] = auth;
     lines[n++] = "Content-Type: application/json";
@@ -182,7 +128,8 @@ static int run_url(struct mx_wake_hook *h, struct mx_uclient *uc, const char *ur
 }
 
 int mx_wake_hook_run(struct ev_loop *loop, struct mx_uclient *uc, const struct mx_server_cfg *cfg,
-                     long timeout_ms, mx_wake_done_cb cb, void *data, struct mx_wake_hook **out)
+                     const struct mx_secret *secret, long timeout_ms, mx_wake_done_cb cb,
+                     void *data, struct mx_wake_hook **out)
 {
     int rc;
     if (cfg->wake == NULL)
@@ -193,17 +140,19 @@ int mx_wake_hook_run(struct ev_loop *loop, struct mx_uclient *uc, const struct m
     h->cb = cb;
     h->data = data;
     ev_timer_init(&h->timer, timeout_cb, (double)timeout_ms / 1000.0, 0.0);
-    if (strncmp(cfg->wake, "cmd:", 4) == 0)
-        rc = run_cmd(h, cfg->wake + 4);
-    else if (strncmp(cfg->wake, "url:", 4) == 0)
-        rc = run_url(h, uc, cfg->wake + 4, timeout_ms);
-    else
+    if (strncmp(cfg->wake, "cmd:", 4) == 0) {
+        rc = run_cmd(h, cfg->wake + 4, timeout_ms);
+    } else if (strncmp(cfg->wake, "url:", 4) == 0) {
+        rc = run_url(h, uc, secret, cfg->wake + 4, timeout_ms);
+        if (rc == 0)
+            ev_timer_start(loop, &h->timer);
+    } else {
         rc = MX_EINVAL;
+    }
     if (rc) {
         free(h);
         return rc;
     }
-    ev_timer_start(loop, &h->timer);
     mx_log_info("wake", "up:%s running its wake hook", cfg->name);
     *out = h;
     return 0;
@@ -213,8 +162,7 @@ void mx_wake_hook_cancel(struct mx_wake_hook *h)
 {
     if (h == NULL)
         return;
-    if (h->pid > 0)
-        kill(-h->pid, SIGKILL);
+    mx_cmdrun_cancel(h->run);
     if (h->ureq)
         mx_ureq_cancel(h->ureq);
     hook_free(h);

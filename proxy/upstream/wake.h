@@ -19,12 +19,15 @@ struct mx_wake_hook;
 typedef void (*mx_wake_done_cb)(int err, void *data);
 
 /*
- * Run |cfg|'s wake hook. Returns 0 and |*out| (valid until the callback
- * returns or mx_wake_hook_cancel()), MX_ENOTFOUND when the server has no
- * hook, or MX_EINVAL / MX_EIO (then the callback is never called).
+ * Run |cfg|'s wake hook; a `url:` hook sends |secret| (the upstream's
+ * current credential, mx_upstream_secret()). Returns 0 and |*out| (valid
+ * until the callback returns or mx_wake_hook_cancel()), MX_ENOTFOUND when
+ * the server has no hook or its program does not exist, or MX_EINVAL /
+ * MX_EIO (then the callback is never called).
  */
 int mx_wake_hook_run(struct ev_loop *loop, struct mx_uclient *uc, const struct mx_server_cfg *cfg,
-                     long timeout_ms, mx_wake_done_cb cb, void *data, struct mx_wake_hook **out);
+                     const struct mx_secret *secret, long timeout_ms, mx_wake_done_cb cb,
+                     void *data, struct mx_wake_hook **out);
 
 /* Stop waiting (a running command is killed); no callback afterwards. */
 void mx_wake_hook_cancel(struct mx_wake_hook *h);

@@ -1462,6 +1462,23 @@ int mx_it_trace_wait(const char *trace_path, const char *dir, const char *server
     return n;
 }
 
+json_t *mx_it_health(int port, char **body_out)
+{
+    char *url = mx_xasprintf("http://127.0.0.1:%d/health", port);
+    long status = 0;
+    char *body = NULL;
+    assert_int_equal(mx_it_http("GET", url, NULL, NULL, &status, &body), 0);
+    assert_int_equal(status, 200);
+    json_t *h = json_loads(body, 0, NULL);
+    assert_non_null(h);
+    free(url);
+    if (body_out)
+        *body_out = body;
+    else
+        free(body);
+    return h;
+}
+
 int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt)
 {
     int total = 0;

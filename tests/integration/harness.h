@@ -253,6 +253,11 @@ int mx_it_trace_count(const char *trace_path, const char *dir, const char *serve
  * Returns the last count. */
 int mx_it_trace_wait(const char *trace_path, const char *dir, const char *server,
                      const char *needle, int want, int ms);
+/* GET /health of the mcplex on 127.0.0.1:|port| (plain HTTP), which must
+ * answer 200 with JSON: the parsed object (caller json_decref()s), and its
+ * text in *|body| when |body| is not NULL (caller frees). */
+json_t *mx_it_health(int port, char **body);
+
 /* How many of |files| (NULL-terminated) hold any of the |cnt| |canaries|,
  * each hit printed to stderr by canary index and path; 0 is the pass. */
 int mx_it_canary_hits(const char *const *files, const char *const *canaries, size_t cnt);

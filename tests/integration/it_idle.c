@@ -82,13 +82,7 @@ static struct seen sim_wait(int port, const char *tok, json_int_t conns, json_in
 /* /health's entry for upstream |name| (caller json_decref()s). */
 static json_t *health_upstream(int port, const char *name)
 {
-    char *url = mx_xasprintf("http://127.0.0.1:%d/health", port);
-    long status = 0;
-    char *body = NULL;
-    assert_int_equal(mx_it_http("GET", url, NULL, NULL, &status, &body), 0);
-    assert_int_equal(status, 200);
-    json_t *h = json_loads(body, 0, NULL);
-    assert_non_null(h);
+    json_t *h = mx_it_health(port, NULL);
     json_t *found = NULL, *u;
     size_t i;
     json_array_foreach(json_object_get(h, "upstreams"), i, u)
@@ -98,8 +92,6 @@ static json_t *health_upstream(int port, const char *name)
     }
     json_int_t sessions = num(json_object_get(h, "mcp"), "sessions");
     json_decref(h);
-    free(body);
-    free(url);
     assert_non_null(found);
     json_object_set_new(found, "mcp_sessions", json_integer(sessions));
     return found;

@@ -110,23 +110,6 @@ static void assert_refused(const char *cmd, const char *cfg_path, int line, cons
     free(bin);
 }
 
-static json_t *health(int port, char **body_out)
-{
-    char *url = mx_xasprintf("http://127.0.0.1:%d/health", port);
-    long status = 0;
-    char *body = NULL;
-    assert_int_equal(mx_it_http("GET", url, NULL, NULL, &status, &body), 0);
-    assert_int_equal(status, 200);
-    json_t *j = json_loads(body, 0, NULL);
-    assert_non_null(j);
-    free(url);
-    if (body_out)
-        *body_out = body;
-    else
-        free(body);
-    return j;
-}
-
 /* Append |text| to the file of everything mcplex answered. */
 static void keep(const char *path, const char *text)
 {
@@ -143,18 +126,7 @@ static void keep(const char *path, const char *text)
 static void assert_no_canary(const char *const *cans, size_t cnt)
 {
     const char *paths[] = {mx_it_dir(), NULL};
-    size_t hits = 0;
-    for (size_t i = 0; i < cnt; i++) {
-        char **files = NULL;
-        int n = mx_it_scan_for(paths, cans[i], &files);
-        assert_true(n >= 0);
-        for (char **f = files; f && *f; f++)
-            fprintf(stderr, "canary %zu found in %s\n", i, *f);
-        fprintf(stderr, "canary %zu: %d file(s)\n", i, n);
-        hits += (size_t)n;
-        mx_it_strv_free(files);
-    }
-    assert_int_equal(hits, 0);
+    assert_int_equal(mx_it_canary_hits(paths, cans, cnt), 0);
 }
 
 /* A directory outside the test directory for configs that hold canaries. */
@@ -245,7 +217,7 @@ static void test_literal_refused_at_reload(void **state)
         json_t *h = NULL;
         char *body = NULL;
         for (int waited = 0;; waited += 50) {
-            h = health(port, &body);
+            h = mx_it_health(port, &body);
             json_int_t failed =
                 json_integer_value(json_object_get(json_object_get(h, "reload"), "failed"));
             if (failed == (json_int_t)i + 1)
@@ -264,7 +236,7 @@ static void test_literal_refused_at_reload(void **state)
         free(cfg);
     }
     /* still serving the first config */
-    json_t *h = health(port, NULL);
+    json_t *h = mx_it_health(port, NULL);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(h, "reload"), "ok")), 0);
     json_decref(h);
     assert_int_equal(mx_it_signal(mcplex, SIGTERM), 0);
@@ -359,7 +331,7 @@ static void test_cmd_reference_arguments_hidden(void **state)
     }
     assert_true(saw_auth_error);
     char *body = NULL;
-    json_t *h = health(port, &body);
+    json_t *h = mx_it_health(port, &body);
     keep(seen, body);
     json_decref(h);
     free(body);

@@ -545,6 +545,14 @@ static const struct err_case err_cases[] = {
     {"retry_on strings", SRV URL "retry_on = [\"502\"]\n", 3, 13, "must be an array of integers"},
     {"bad wake", SRV URL "wake = \"sbx resume\"\n", 3, 8, "must be cmd:COMMAND or url:URL"},
     {"bad wake url", SRV URL "wake = \"url:ftp://x\"\n", 3, 8, "must start with http://"},
+    {"refresh not cmd", SRV URL "secret = \"env:T\"\nrefresh = \"env:T\"\n", 4, 11,
+     "must be cmd:COMMAND, a command that prints the new credential"},
+    {"refresh blank cmd", SRV URL "secret = \"env:T\"\nrefresh = \"cmd: \"\n", 4, 11,
+     "cmd: needs a command"},
+    {"refresh without secret", SRV URL "refresh = \"cmd:renew\"\n", 3, 1,
+     "'refresh' needs a 'secret', the credential used until the first refresh"},
+    {"refresh on stdio", SRV "command = [\"x\"]\nrefresh = \"cmd:renew\"\n", 3, 11,
+     "'refresh' applies to url servers"},
     {"bad alias", SRV URL "alias = \"a b\"\n", 3, 9, "must be 1 to 32 characters"},
     {"duplicate alias", SRV URL "[servers.b]\n" URL "alias = \"a\"\n", 5, 9,
      "alias 'a' is already used by server 'a'"},
@@ -1150,6 +1158,8 @@ static void test_model_secret_literal_not_quoted(void **state)
         {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nwake = \"url:http://u:", "@h/\"\n",
          "'wake'", 3},
         {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nwake = \"", "\"\n", "'wake'", 3},
+        {"[servers.a]\nurl = \"http://127.0.0.1:1/mcp\"\nsecret = \"env:T\"\nrefresh = \"", "\"\n",
+         "'refresh'", 4},
     };
     char canary[33];
     struct mx_config *cfg = NULL;

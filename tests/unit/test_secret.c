@@ -274,6 +274,41 @@ static void test_secret_cmd(void **state)
     resolve("cmd:head -c 70000 /dev/zero", MX_ELIMIT, "printed more than");
 }
 
+/* The rule a cmd: or file: output and a refresh command's output share. */
+static void test_secret_from_output(void **state)
+{
+    static const struct {
+        const char *p;
+        size_t len;
+        const char *value; /* NULL: refused */
+        const char *why;
+    } cases[] = {
+        {"tok\n", 4, "tok", NULL},
+        {"tok\r\n", 5, "tok", NULL},
+        {"tok", 3, "tok", NULL},
+        {"", 0, NULL, "the value is empty"},
+        {"\n", 1, NULL, "the value is empty"},
+        {"tok\n\n", 5, NULL, "the value contains a line break"},
+        {"a\nb", 3, NULL, "the value contains a line break"},
+        {"a\rb\n", 4, NULL, "the value contains a line break"},
+        {"a\0b", 3, NULL, "the value contains a NUL byte"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_secret *s = (struct mx_secret *)1;
+        const char *why = mx_secret_from_output(cases[i].p, cases[i].len, &s);
+        if (cases[i].value) {
+            assert_null(why);
+            assert_true(mx_secret_equal(s, cases[i].value, strlen(cases[i].value)));
+            mx_secret_free(s);
+        } else {
+            assert_null(s);
+            assert_non_null(why);
+            assert_string_equal(why, cases[i].why);
+        }
+    }
+}
+
 static void test_secret_cmd_timeout(void **state)
 {
     (void)state;
@@ -504,6 +539,7 @@ int main(void)
         cmocka_unit_test_teardown(test_secret_file_relative, no_leaks),
         cmocka_unit_test_teardown(test_secret_cmd, no_leaks),
         cmocka_unit_test_teardown(test_secret_cmd_timeout, no_leaks),
+        cmocka_unit_test_teardown(test_secret_from_output, no_leaks),
         cmocka_unit_test_teardown(test_secret_vault, no_leaks),
         cmocka_unit_test_teardown(test_secret_bad_references, no_leaks),
         cmocka_unit_test_teardown(test_secret_header_new, no_leaks),

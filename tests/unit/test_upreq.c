@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "refresh.h"
 #include "rpc.h"
 #include "secret.h"
 #include "upreq.h"
@@ -56,8 +57,10 @@ static void test_upreq_headers(void **state)
     assert_int_equal(h.cnt, MX_UPREQ_MAX_HEADERS);
     assert_int_equal(mx_upreq_hdrs_add(&h, "X-Over", MX_STR_LIT("1")), MX_ELIMIT);
     struct mx_server_cfg c;
+    struct mx_upstream up;
     cfg_init(&c, MX_AUTH_BEARER, NULL, "vault:files");
-    assert_int_equal(mx_upreq_hdrs_auth(&h, &c), MX_ELIMIT);
+    mx_upstream_init(&up, &c);
+    assert_int_equal(mx_upreq_hdrs_auth(&h, &up), MX_ELIMIT);
     mx_upreq_hdrs_clear(&h);
     assert_int_equal(h.cnt, 0);
 }
@@ -80,8 +83,10 @@ static void test_upreq_auth_lines(void **state)
         struct mx_upreq_hdrs h;
         cfg_init(&c, cases[i].kind, cases[i].name, "env:TOKEN");
         c.secret = cases[i].kind == MX_AUTH_NONE ? NULL : mx_secret_new(canary, strlen(canary));
+        struct mx_upstream up;
+        mx_upstream_init(&up, &c);
         mx_upreq_hdrs_init(&h);
-        assert_int_equal(mx_upreq_hdrs_auth(&h, &c), 0);
+        assert_int_equal(mx_upreq_hdrs_auth(&h, &up), 0);
         if (cases[i].want) {
             assert_int_equal(h.cnt, 1);
             assert_string_equal(h.lines[0], cases[i].want);
@@ -91,6 +96,54 @@ static void test_upreq_auth_lines(void **state)
         mx_upreq_hdrs_clear(&h);
         mx_secret_free(c.secret);
     }
+}
+
+/* A credential a refresh renewed: used in place of the configured one,
+ * blanked by the upstream's redaction, wiped when the upstream goes; and
+ * the message when it gave none. */
+static void test_upreq_refreshed_credential(void **state)
+{
+    static const char fresh[] = "canary-fedcba9876543210";
+    struct mx_server_cfg c;
+    struct mx_upstream up;
+    struct mx_upreq_hdrs h;
+    (void)state;
+    cfg_init(&c, MX_AUTH_BEARER, NULL, "cmd:renew --key k");
+    c.secret = mx_secret_new(canary, strlen(canary));
+    mx_upstream_init(&up, &c);
+    assert_string_equal(mx_refresh_ref(&c), "cmd:renew --key k");
+    up.secret = mx_secret_new(fresh, strlen(fresh));
+    mx_upreq_hdrs_init(&h);
+    assert_int_equal(mx_upreq_hdrs_auth(&h, &up), 0);
+    assert_string_equal(h.lines[0], "Authorization: Bearer canary-fedcba9876543210");
+    mx_upreq_hdrs_clear(&h);
+    char line[] = "{\"got\":\"canary-fedcba9876543210\",\"old\":\"canary-0123456789abcdef\"}";
+    mx_upstream_redact(&up, line, strlen(line));
+    assert_null(strstr(line, fresh));
+    assert_non_null(strstr(line, canary)); /* the config's own is the config's to redact */
+    mx_refresh_clear(&up);
+    assert_null(up.secret);
+    assert_true(mx_upstream_secret(&up) == c.secret);
+
+    struct mx_ureq_info info;
+    struct mx_upfail f;
+    memset(&info, 0, sizeof(info));
+    info.http_status = 403;
+    snprintf(info.cause, sizeof(info.cause),
+             "running cmd:renew again gave no new credential (it printed nothing)");
+    mx_upfail_transport(&c, MX_EAUTH, &info, &f);
+    assert_int_equal(f.code, MX_RPC_UPSTREAM_AUTH);
+    assert_string_equal(f.reason, "auth-failed");
+    assert_string_equal(f.message,
+                        "upstream 'files' auth-failed: it refused its credential (HTTP 403); "
+                        "running cmd:renew again gave no new credential (it printed nothing); "
+                        "check the secret cmd:renew");
+    /* no refresh command without a cmd: secret or a refresh key */
+    c.secret_ref = (char *)(uintptr_t) "vault:files";
+    assert_null(mx_refresh_ref(&c));
+    c.refresh = (char *)(uintptr_t) "cmd:renew";
+    assert_string_equal(mx_refresh_ref(&c), "cmd:renew");
+    mx_secret_free(c.secret);
 }
 
 static void test_upreq_failures(void **state)
@@ -189,6 +242,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_upreq_headers),
         cmocka_unit_test(test_upreq_auth_lines),
+        cmocka_unit_test(test_upreq_refreshed_credential),
         cmocka_unit_test(test_upreq_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
