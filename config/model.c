@@ -1242,6 +1242,11 @@ void mx_config_free(struct mx_config *cfg)
     live_cnt--;
 }
 
+const char *mx_config_name_check(const char *name)
+{
+    return check_name(name);
+}
+
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->server_cnt; i++) {

@@ -162,6 +162,10 @@ int mx_config_open(const char *arg, struct mx_config **out, struct mx_diag *diag
 bool mx_server_cfg_same(const struct mx_server_cfg *a, const struct mx_server_cfg *b);
 void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
 
+/* NULL when |name| can name a server (1 to 32 characters from
+ * A-Za-z0-9_-), else a sentence saying why not. */
+const char *mx_config_name_check(const char *name);
+
 /* Find a server by name; NULL if absent. */
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
 

@@ -19,5 +19,9 @@ struct mx_cmd {
 int mx_cmd_serve(int argc, char **argv);
 int mx_cmd_stdio(int argc, char **argv);
 int mx_cmd_bench(int argc, char **argv);
+int mx_cmd_add(int argc, char **argv);
+int mx_cmd_rm(int argc, char **argv);
+int mx_cmd_import(int argc, char **argv);
+int mx_cmd_connect(int argc, char **argv);
 
 #endif
