@@ -103,8 +103,10 @@ static char *merge_json(const char *path, const char *text, size_t len, const ch
     json_t *root = len ? json_loadb(text, len, 0, &err) : json_object();
     char *out = NULL;
     if (root == NULL) {
-        fprintf(stderr, "mcplex connect: %s:%d:%d: not JSON (%s); it is left as it is\n", path,
-                err.line, err.column, err.text);
+        /* the position only: jansson's text quotes the bytes near it, which
+         * may be a token */
+        fprintf(stderr, "mcplex connect: %s:%d:%d: not valid JSON; it is left as it is\n", path,
+                err.line, err.column);
         goto out;
     }
     if (!json_is_object(root)) {

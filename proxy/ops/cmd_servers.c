@@ -607,9 +607,10 @@ static json_t *load_servers(const char *file, json_t **root)
     OPENSSL_cleanse(text, len);
     free(text);
     if (*root == NULL) {
-        /* jansson's text names a position and a reason, never the bytes */
-        fprintf(stderr, "mcplex import: %s:%d:%d: not JSON (%s)\n", file, err.line, err.column,
-                err.text);
+        /* the position only: jansson's text quotes the bytes near it, which
+         * may be a token */
+        fprintf(stderr, "mcplex import: %s:%d:%d: not valid JSON (or a key given twice)\n", file,
+                err.line, err.column);
         return NULL;
     }
     json_t *servers = json_object_get(*root, "mcpServers");
@@ -718,8 +719,14 @@ int mx_cmd_import(int argc, char **argv)
     }
     if (commit("import", path, text, len, names, im.cnt) != 0)
         goto out;
-    printf("imported %zu server%s into %s (credentials in the vault %s):\n", im.cnt,
-           im.cnt == 1 ? "" : "s", path, edited->proxy.vault);
+    size_t stored = 0;
+    for (size_t i = 0; i < im.cnt; i++)
+        stored += im.v[i].secret_cnt;
+    printf("imported %zu server%s into %s", im.cnt, im.cnt == 1 ? "" : "s", path);
+    if (stored)
+        printf(" (%zu value%s stored in the vault %s)", stored, stored == 1 ? "" : "s",
+               edited->proxy.vault);
+    printf(":\n");
     for (size_t i = 0; i < im.cnt; i++) {
         if (strcmp(im.v[i].from, im.v[i].name) != 0)
             printf("  %s (from '%s'): %s\n", im.v[i].name, im.v[i].from, im.v[i].what);

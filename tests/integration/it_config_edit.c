@@ -84,6 +84,14 @@ static char *read_text(const char *path)
     return t;
 }
 
+/* Fail unless the file |path| holds exactly |want|. */
+static void assert_file_is(const char *path, const char *want)
+{
+    char *text = read_text(path);
+    assert_string_equal(text, want);
+    free(text);
+}
+
 static void assert_mode(const char *path, mode_t want)
 {
     struct stat st;
@@ -130,15 +138,11 @@ static void test_init(void **state)
     assert_contains(out, "already exists");
     assert_contains(out, "--force");
     free(out);
-    char *kept = read_text(path);
-    assert_string_equal(kept, "# mine\n");
-    free(kept);
+    assert_file_is(path, "# mine\n");
     const char *force[] = {"init", "--force", NULL};
     assert_int_equal(mcplex("init-force", force, NULL, env, &out), 0);
     free(out);
-    kept = read_text(path);
-    assert_string_equal(kept, text);
-    free(kept);
+    assert_file_is(path, text);
 
     /* -c FILE */
     char *other = mx_it_path("other.toml");
@@ -263,12 +267,10 @@ static void test_add_rm_live(void **state)
     free(out);
 
     /* the old bytes are the head of the new file; the table follows */
-    char *text = read_text(w.cfg);
     char *want =
         mx_xasprintf("%s\n[servers.b]\nurl = \"%s\"\nsecret = \"vault:b\"\n", w.original, url_b);
-    assert_string_equal(text, want);
+    assert_file_is(w.cfg, want);
     free(want);
-    free(text);
     assert_mode(w.cfg, 0600);
     check_ok(w.cfg);
 
@@ -284,18 +286,14 @@ static void test_add_rm_live(void **state)
     assert_int_equal(mcplex("add-b-again", add, w.token_b, NULL, &out), 1);
     assert_contains(out, "server 'b' already exists");
     free(out);
-    text = read_text(w.cfg);
-    assert_string_equal(text, before);
-    free(text);
+    assert_file_is(w.cfg, before);
 
     /* rm b: the file is the original again, and the gateway drops b */
     const char *rm_b[] = {"rm", "b", "-c", w.cfg, NULL};
     assert_int_equal(mcplex("rm-b", rm_b, NULL, NULL, &out), 0);
     assert_contains(out, "reloaded");
     free(out);
-    text = read_text(w.cfg);
-    assert_string_equal(text, w.original);
-    free(text);
+    assert_file_is(w.cfg, w.original);
     check_ok(w.cfg);
     names = tool_names(&w);
     assert_false(mx_it_json_has(names, "b_whoami"));
@@ -313,13 +311,11 @@ static void test_add_rm_live(void **state)
     const char *rm_a[] = {"rm", "a", "-c", w.cfg, NULL};
     assert_int_equal(mcplex("rm-a", rm_a, NULL, NULL, &out), 0);
     free(out);
-    text = read_text(w.cfg);
     const char *cut = strstr(w.original, "# the first sandbox\n");
     const char *rest = strstr(w.original, "# notes at the end\n");
     char *expect = mx_xasprintf("%.*s%s", (int)(cut - w.original), w.original, rest);
-    assert_string_equal(text, expect);
+    assert_file_is(w.cfg, expect);
     free(expect);
-    free(text);
     check_ok(w.cfg);
     names = tool_names(&w);
     assert_false(mx_it_json_has(names, "whoami"));
@@ -351,9 +347,7 @@ static void test_add_refusals(void **state)
     assert_contains(out, "url");
     assert_contains(out, "not changed");
     free(out);
-    char *text = read_text(w.cfg);
-    assert_string_equal(text, w.original);
-    free(text);
+    assert_file_is(w.cfg, w.original);
     assert_int_equal(access(w.vault, F_OK), -1);
 
     /* a name the config does not take */
@@ -375,9 +369,7 @@ static void test_add_refusals(void **state)
     assert_int_equal(mcplex("add-unset", unset, NULL, no_env, &out), 1);
     assert_contains(out, "env:MX_IT_NOT_SET");
     free(out);
-    text = read_text(w.cfg);
-    assert_string_equal(text, w.original);
-    free(text);
+    assert_file_is(w.cfg, w.original);
 
     /* --cookie, --header and --secret give those keys; no gateway runs:
      * said, and done */
@@ -398,7 +390,6 @@ static void test_add_refusals(void **state)
     const char *none[] = {"add", "f", url_b, "--no-auth", "-c", w.cfg, NULL};
     assert_int_equal(mcplex("add-none", none, NULL, NULL, &out), 0);
     free(out);
-    text = read_text(w.cfg);
     char *want = mx_xasprintf("%s\n[servers.c]\nurl = \"%s\"\nauth = \"cookie:sid\"\n"
                               "secret = \"%s\"\n"
                               "\n[servers.d]\nurl = \"%s\"\nauth = \"header:X-Api-Key\"\n"
@@ -406,9 +397,8 @@ static void test_add_refusals(void **state)
                               "\n[servers.e]\nurl = \"%s\"\nsecret = \"vault:e\"\n"
                               "\n[servers.f]\nurl = \"%s\"\n",
                               w.original, url_b, file_ref, url_b, file_ref, url_b, url_b);
-    assert_string_equal(text, want);
+    assert_file_is(w.cfg, want);
     free(want);
-    free(text);
     check_ok(w.cfg);
     assert_mode(w.vault, 0600);
 

@@ -224,6 +224,16 @@ static void test_import_refusals(void **state)
     char *vault = mx_it_path("vault");
     assert_int_equal(access(vault, F_OK), -1);
 
+    /* a file that is not JSON: its position, never the bytes near it */
+    char *broken = mx_xasprintf("{\"mcpServers\": {\"x\": {\"headers\": {\"A\": %s}}}}", token);
+    assert_int_equal(mx_it_write_file(json_path, broken, strlen(broken)), 0);
+    assert_int_equal(mcplex("import-broken", args, NULL, &out), 1);
+    assert_contains(out, "mcp.json:1:");
+    assert_contains(out, "not valid JSON");
+    assert_null(strstr(out, token));
+    free(out);
+    free(broken);
+
     /* ${VAR} and ${env:VAR}: references to mcplex's environment, no vault */
     const char *env_json = "{\"mcpServers\": {"
                            "\"a\": {\"url\": \"http://127.0.0.1:1/mcp\","
