@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* The command line of `mcplex check`, `mcplex vault` and `mcplex certs`. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "alloc.h"
 #include "cli.h"
+#include "secret_int.h"
+
+#define SECRET_CAP (MX_SECRET_MAX_LEN + 4) /* the value, CR, LF, a byte to see more, NUL */
 
 /*
  * If argv[*i] is the value option |o|, set its value, advance |*i| past a
@@ -75,4 +85,73 @@ int mx_cli_parse(struct mx_cli *c, int argc, char **argv)
         c->pos[c->pos_cnt++] = argv[i];
     }
     return MX_CLI_RUN;
+}
+
+/* Everything up to EOF from a pipe or file, one line from a terminal (echo
+ * off). Returns the length, or -1 when it does not fit in |cap|. */
+static long read_value(const char *name, char *buf, size_t cap)
+{
+    struct termios old, quiet;
+    bool tty = isatty(0) && tcgetattr(0, &old) == 0;
+    size_t len = 0;
+
+    if (tty) {
+        fprintf(stderr, "value for %s (not echoed): ", name);
+        quiet = old;
+        quiet.c_lflag &= ~(tcflag_t)ECHO;
+        tcsetattr(0, TCSAFLUSH, &quiet);
+    }
+    while (len < cap) {
+        ssize_t n = read(0, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        char *nl = tty ? memchr(buf, '\n', len) : NULL;
+        if (nl) {
+            len = (size_t)(nl - buf) + 1;
+            break;
+        }
+    }
+    if (tty) {
+        tcsetattr(0, TCSAFLUSH, &old);
+        fputc('\n', stderr);
+    }
+    if (len == cap)
+        return -1;
+    return (long)len;
+}
+
+char *mx_cli_read_secret(const char *cmd, const char *name, size_t *len)
+{
+    char *buf = mx_xmalloc(SECRET_CAP);
+    long n = read_value(name, buf, SECRET_CAP - 1);
+    if (n < 0) {
+        fprintf(stderr, "mcplex %s: the value is larger than %d bytes\n", cmd, MX_SECRET_MAX_LEN);
+        mx_cli_secret_free(buf);
+        return NULL;
+    }
+    size_t l = (size_t)n;
+    if (l && buf[l - 1] == '\n') {
+        l--;
+        if (l && buf[l - 1] == '\r')
+            l--;
+    }
+    if (l == 0) {
+        fprintf(stderr, "mcplex %s: refusing an empty value for '%s'\n", cmd, name);
+        mx_cli_secret_free(buf);
+        return NULL;
+    }
+    buf[l] = '\0';
+    *len = l;
+    return buf;
+}
+
+void mx_cli_secret_free(char *value)
+{
+    if (value == NULL)
+        return;
+    OPENSSL_cleanse(value, SECRET_CAP);
+    free(value);
 }

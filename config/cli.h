@@ -42,4 +42,17 @@ struct mx_cli {
  */
 int mx_cli_parse(struct mx_cli *c, int argc, char **argv);
 
+/*
+ * A secret value from stdin, never from argv (which other users can see in
+ * ps): everything up to EOF from a pipe or file, one line from a terminal,
+ * asked for as "value for |name| (not echoed): " with the echo off. One
+ * trailing newline (CRLF too) is dropped. Returns the value with a NUL
+ * after its *|len| bytes (free with mx_cli_secret_free), or NULL after
+ * saying on stderr, as "mcplex |cmd|: ...", that it was empty or too large.
+ */
+char *mx_cli_read_secret(const char *cmd, const char *name, size_t *len);
+
+/* Wipe and free what mx_cli_read_secret returned; accepts NULL. */
+void mx_cli_secret_free(char *value);
+
 #endif

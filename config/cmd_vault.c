@@ -5,22 +5,17 @@
  * off when stdin is a terminal. The vault file is found from --vault, else
  * the config's [proxy] vault, else the default path.
  */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include "alloc.h"
 #include "cli.h"
 #include "cmd_config.h"
 #include "model.h"
 #include "path.h"
-#include "secret_int.h"
 #include "vault.h"
 
 static void usage(FILE *f)
@@ -75,50 +70,11 @@ static char *vault_path(const char *vault_arg, const char *config_arg)
     return path;
 }
 
-/*
- * Reads the value from stdin: everything up to EOF from a pipe or file, one
- * line from a terminal (echo off). Returns its length, or -1 when it does not
- * fit in |cap|.
- */
-static long read_value(const char *name, char *buf, size_t cap)
-{
-    struct termios old, quiet;
-    bool tty = isatty(0) && tcgetattr(0, &old) == 0;
-    size_t len = 0;
-
-    if (tty) {
-        fprintf(stderr, "value for %s (not echoed): ", name);
-        quiet = old;
-        quiet.c_lflag &= ~(tcflag_t)ECHO;
-        tcsetattr(0, TCSAFLUSH, &quiet);
-    }
-    while (len < cap) {
-        ssize_t n = read(0, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        char *nl = tty ? memchr(buf, '\n', len) : NULL;
-        if (nl) {
-            len = (size_t)(nl - buf) + 1;
-            break;
-        }
-    }
-    if (tty) {
-        tcsetattr(0, TCSAFLUSH, &old);
-        fputc('\n', stderr);
-    }
-    if (len == cap)
-        return -1;
-    return (long)len;
-}
-
 static int do_set(const char *path, const char *name)
 {
     struct mx_diag d;
     char line[1024];
-    size_t cap = MX_SECRET_MAX_LEN + 3;
+    size_t len;
     int status = 1;
 
     if (!mx_vault_name_is_valid(name)) {
@@ -126,22 +82,9 @@ static int do_set(const char *path, const char *name)
                 name);
         return 2;
     }
-    char *buf = mx_xmalloc(cap);
-    long n = read_value(name, buf, cap);
-    if (n < 0) {
-        fprintf(stderr, "mcplex vault: the value is larger than %d bytes\n", MX_SECRET_MAX_LEN);
-        goto out;
-    }
-    size_t len = (size_t)n;
-    if (len && buf[len - 1] == '\n') {
-        len--;
-        if (len && buf[len - 1] == '\r')
-            len--;
-    }
-    if (len == 0) {
-        fprintf(stderr, "mcplex vault: refusing an empty value for '%s'\n", name);
-        goto out;
-    }
+    char *buf = mx_cli_read_secret("vault", name, &len);
+    if (buf == NULL)
+        return 1;
     memset(&d, 0, sizeof(d));
     if (mx_vault_set(path, name, buf, len, &d) != 0) {
         fprintf(stderr, "%s\n", mx_diag_format(&d, line, sizeof(line)));
@@ -150,8 +93,7 @@ static int do_set(const char *path, const char *name)
     printf("stored '%s' in %s\n", name, path);
     status = 0;
 out:
-    OPENSSL_cleanse(buf, cap);
-    free(buf);
+    mx_cli_secret_free(buf);
     return status;
 }
 

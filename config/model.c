@@ -1419,6 +1419,11 @@ const char *mx_config_warning(const struct mx_config *cfg)
            "[servers.NAME] with url = \"https://HOST/mcp\" (or command = [\"PROGRAM\"])";
 }
 
+const char *mx_config_name_check(const char *name)
+{
+    return check_name(name);
+}
+
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name)
 {
     for (size_t i = 0; i < cfg->server_cnt; i++) {

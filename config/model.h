@@ -194,6 +194,10 @@ void mx_server_cfg_wipe_secrets(struct mx_server_cfg *s);
  */
 const char *mx_config_warning(const struct mx_config *cfg);
 
+/* NULL when |name| can name a server (1 to 32 characters from
+ * A-Za-z0-9_-), else a sentence saying why not. */
+const char *mx_config_name_check(const char *name);
+
 /* Find a server by name; NULL if absent. */
 const struct mx_server_cfg *mx_config_server(const struct mx_config *cfg, const char *name);
 

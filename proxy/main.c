@@ -6,6 +6,11 @@
 #include "cmd.h"
 
 static const struct mx_cmd cmds[] = {
+    {"init", "write a commented starter config", mx_cmd_init},
+    {"add", "add a server to the config (its token into the vault)", mx_cmd_add},
+    {"rm", "remove a server from the config", mx_cmd_rm},
+    {"import", "take the servers of a client's mcpServers JSON", mx_cmd_import},
+    {"connect", "print or write a client's entry for mcplex", mx_cmd_connect},
     {"serve", "run the gateway in the foreground", mx_cmd_serve},
     {"check", "validate the config and its secret references", mx_cmd_check},
     {"vault", "set, list or remove vault secrets", mx_cmd_vault},

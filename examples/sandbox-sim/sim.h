@@ -62,12 +62,10 @@ struct mx_sim_settings {
     int64_t hold_ms;
     int64_t refuse_status;
     int64_t wake_ms;
-    double error_rate;   /* 0..1: share of /mcp requests answered 503 */
-    int64_t seed;        /* of the error-rate PRNG */
-    int64_t retry_after; /* refuse mode: Retry-After seconds on the refusal; -1: none */
-    int64_t gone;        /* 1: the sandbox was deleted: every /mcp request gets 410 */
     double error_rate;             /* 0..1: share of /mcp requests answered 503 */
     int64_t seed;                  /* of the error-rate PRNG */
+    int64_t retry_after;           /* refuse mode: Retry-After seconds on the refusal; -1: none */
+    int64_t gone;                  /* 1: the sandbox was deleted: every /mcp request gets 410 */
     int64_t unauthorized_delay_ms; /* a wrong credential's 401 comes this late */
 };
 

@@ -20,5 +20,9 @@ int mx_cmd_serve(int argc, char **argv);
 int mx_cmd_stdio(int argc, char **argv);
 int mx_cmd_bench(int argc, char **argv);
 int mx_cmd_doctor(int argc, char **argv);
+int mx_cmd_add(int argc, char **argv);
+int mx_cmd_rm(int argc, char **argv);
+int mx_cmd_import(int argc, char **argv);
+int mx_cmd_connect(int argc, char **argv);
 
 #endif

@@ -9,11 +9,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "alloc.h"
 #include "cmd.h"
 #include "cmdline.h"
 #include "model.h"
@@ -135,6 +138,67 @@ static int reload(const struct mx_status_where *w)
     fprintf(stderr, "mcplex: the gateway did not report a reload within %d s\n",
             RELOAD_WAIT_MS / 1000);
     return 1;
+}
+
+/* Whether anything accepts TCP connections at the host and port of the
+ * base URL |base| ("https://127.0.0.1:8443", "http://[::1]:80"). */
+static bool listening(const char *base)
+{
+    const char *h = strstr(base, "://");
+    h = h ? h + 3 : base;
+    const char *colon = strrchr(h, ':');
+    if (colon == NULL)
+        return false;
+    char *host = mx_xstrndup(h, (size_t)(colon - h));
+    if (host[0] == '[') {
+        memmove(host, host + 1, strlen(host));
+        host[strcspn(host, "]")] = '\0';
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    bool up = false;
+    if (getaddrinfo(host, colon + 1, &hints, &res) == 0) {
+        for (struct addrinfo *ai = res; ai && !up; ai = ai->ai_next) {
+            int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+            if (fd < 0)
+                continue;
+            up = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+            close(fd);
+        }
+        freeaddrinfo(res);
+    }
+    free(host);
+    return up;
+}
+
+int mx_reload_after_edit(const char *cfg_path)
+{
+    struct mx_diag diag = {0};
+    struct mx_config *cfg = NULL;
+    char msg[1024], *base = NULL, *ca = NULL;
+    if (mx_config_load(cfg_path, &cfg, &diag) != 0) {
+        fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
+        return 1;
+    }
+    int rc = mx_status_gateway_base(cfg, &base, &ca);
+    mx_config_free(cfg);
+    free(ca);
+    if (rc != 0) {
+        free(base);
+        return 1;
+    }
+    if (!listening(base)) {
+        printf("no gateway is running at %s; `mcplex serve` will use the new config\n", base);
+        free(base);
+        return 0;
+    }
+    free(base);
+    if (mx_cmdline_curl_init() != 0)
+        return 1;
+    struct mx_status_where w = {cfg_path, NULL, NULL};
+    rc = reload(&w);
+    curl_global_cleanup();
+    return rc;
 }
 
 int mx_cmd_reload(int argc, char **argv)

@@ -331,7 +331,8 @@ int mx_cmd_serve(int argc, char **argv)
          * is read from the environment by the client, never written into its
          * config. */
         char *url = mx_xasprintf("%s://%.*s:%d/mcp", scheme, (int)(colon - a), a, s.gw->port);
-        mx_snippet_print(stderr, "mcplex", url, cfg->listen.client_token ? "MCPLEX_TOKEN" : NULL);
+        mx_snippet_print(stderr, "mcplex", url,
+                         cfg->listen.client_token ? MX_SNIPPET_TOKEN_ENV : NULL);
         free(url);
     }
     if (o.port_file && write_port_file(o.port_file, s.gw->port) != 0)

@@ -102,6 +102,14 @@ enum mx_port_owner {
 enum mx_port_owner mx_status_port_owner(const struct mx_config *cfg, long *pid);
 
 /*
+ * After a command changed the config file |cfg_path|: reload the gateway its
+ * [listen] names, as `mcplex reload -c` does, printing the outcome. When
+ * nothing listens there, says so on stdout and returns 0: the next `serve`
+ * reads the new file. Returns 0 or 1 (after printing why).
+ */
+int mx_reload_after_edit(const char *cfg_path);
+
+/*
  * The base URL ("https://127.0.0.1:8443", no path) of the gateway that
  * [listen] of |cfg| describes (a wildcard bind is asked on loopback), and in
  * |*ca_file| the local CA to verify it with when it serves the default
