@@ -353,16 +353,41 @@ size_t mx_trust_anchor_files(const char *dir, X509 *ca, char ***out)
     return cnt;
 }
 
+/* The whole of |path| (a regular file of at most |max| bytes) with a NUL after it, or NULL. */
+static char *slurp(const char *path, long max, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL;
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return NULL;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= max) {
+        buf = mx_xmalloc((size_t)st.st_size + 1);
+        *len = fread(buf, 1, (size_t)st.st_size, f);
+        buf[*len] = '\0';
+    }
+    fclose(f);
+    return buf;
+}
+
 bool mx_trust_system_has(const char *ca_path)
 {
-    struct mx_trust_ca ca;
-    struct mx_diag d;
-    memset(&d, 0, sizeof(d));
+    static const char begin[] = "-----BEGIN CERTIFICATE-----\n", end[] = "-----END";
+    size_t ca_len = 0, bundle_len = 0;
+    bool has = false;
     const struct mx_trust_sys *sys = mx_trust_sys_detect();
-    if (sys == NULL || mx_trust_ca_load(&ca, ca_path, &d) != 0)
+    if (sys == NULL)
         return false;
-    bool has = mx_trust_bundle_has(sys->bundle, ca.cert);
-    mx_trust_ca_clear(&ca);
+    char *ca = slurp(ca_path, 64 * 1024, &ca_len);
+    char *bundle = ca ? slurp(sys->bundle, BUNDLE_MAX, &bundle_len) : NULL;
+    char *body = ca ? strstr(ca, begin) : NULL;
+    char *body_end = body ? strstr(body, end) : NULL;
+    if (bundle && body_end) {
+        body += sizeof(begin) - 1;
+        has = memmem(bundle, bundle_len, body, (size_t)(body_end - body)) != NULL;
+    }
+    free(ca);
+    free(bundle);
     return has;
 }
 
