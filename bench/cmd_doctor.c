@@ -20,9 +20,6 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509_vfy.h>
 
 #include "alloc.h"
 #include "benchrun.h"
@@ -34,6 +31,7 @@
 #include "model.h"
 #include "secret.h"
 #include "secret_ref.h"
+#include "trust.h"
 #include "upsess.h"
 
 #define PROBE_TIMEOUT_MS 10000
@@ -89,25 +87,6 @@ static void private_mode(struct doctor *d, const char *what, const char *path, b
         say(d, "ok", "%s %s: yours, mode 0%o", what, path, mode);
 }
 
-/* Whether |cert| (PEM) verifies against the system's trust store alone. */
-static bool system_trusts(const char *cert_path)
-{
-    bool ok = false;
-    FILE *f = fopen(cert_path, "re");
-    X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
-    X509_STORE *store = X509_STORE_new();
-    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    if (f)
-        fclose(f);
-    if (x && store && ctx && X509_STORE_set_default_paths(store) == 1 &&
-        X509_STORE_CTX_init(ctx, store, x, NULL) == 1)
-        ok = X509_verify_cert(ctx) == 1;
-    X509_STORE_CTX_free(ctx);
-    X509_STORE_free(store);
-    X509_free(x);
-    return ok;
-}
-
 static bool same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
@@ -137,7 +116,7 @@ static void check_ca(struct doctor *d, const struct mx_config *cfg)
         mx_certs_paths_clear(&p);
         return;
     }
-    if (system_trusts(p.ca_cert))
+    if (mx_trust_system_has(p.ca_cert))
         say(d, "ok", "CA %s: trusted by the system store", p.ca_cert);
     else
         say(d, "warn",
@@ -148,7 +127,7 @@ static void check_ca(struct doctor *d, const struct mx_config *cfg)
     const char *sys = getenv("NODE_USE_SYSTEM_CA");
     if (same_file(extra, p.ca_cert))
         say(d, "ok", "CA: Node-based clients see it (NODE_EXTRA_CA_CERTS)");
-    else if (sys && strcmp(sys, "1") == 0 && system_trusts(p.ca_cert))
+    else if (sys && strcmp(sys, "1") == 0 && mx_trust_system_has(p.ca_cert))
         say(d, "ok", "CA: Node-based clients see it (NODE_USE_SYSTEM_CA=1)");
     else
         say(d, "warn",

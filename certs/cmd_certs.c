@@ -2,9 +2,11 @@
 /*
  * `mcplex certs init` makes the local CA and the localhost leaf and prints
  * how to make each kind of client trust the CA; `mcplex certs show` prints
- * paths, names, validity and the CA's name constraints. Neither prints key
- * material. The directory comes from --dir, else the config's state_dir
- * (the config is optional here), else the default state_dir.
+ * paths, names, validity and the CA's name constraints; `trust` and
+ * `untrust` (cmd_trust.c) add the CA to the system and NSS stores or take it
+ * out. None prints key material. The directory comes from --dir, else the
+ * config's state_dir (the config is optional here), else the default
+ * state_dir.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -34,9 +36,10 @@
 
 struct where {
     char *dir;
-    char *address;     /* listen address, for the curl example */
-    char *config;      /* config file it came from, NULL when none */
-    char *listen_cert; /* the config's own listen.cert, which serve uses instead */
+    char *address;       /* listen address, for the curl example */
+    char *config;        /* config file it came from, NULL when none */
+    char *listen_cert;   /* the config's own listen.cert, which serve uses instead */
+    const char *dir_arg; /* --dir as given, to repeat in the commands printed */
 };
 
 static void usage(FILE *f)
@@ -44,17 +47,27 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mcplex certs init [--dir D] [--renew] [-c FILE]\n"
             "       mcplex certs show [--dir D] [-c FILE]\n"
+            "       mcplex certs trust [--dry-run] [--dir D] [-c FILE]\n"
+            "       mcplex certs untrust [--dry-run] [--dir D] [-c FILE]\n"
             "\n"
             "init makes a local CA (ECDSA P-256, name-constrained to the DNS name localhost)\n"
             "and a certificate for localhost, 127.0.0.1 and ::1 signed by it, then prints\n"
-            "how to make clients trust the CA. show prints what is there. Neither prints\n"
-            "key material.\n"
+            "how to make clients trust the CA. show prints what is there. None of them\n"
+            "prints key material.\n"
+            "\n"
+            "trust adds the CA (ca.pem, never a key) to the system store (Debian/Ubuntu:\n"
+            "update-ca-certificates; Fedora: update-ca-trust; Arch: trust anchor), through\n"
+            "sudo when not root, and to each NSS database under $HOME (~/.pki/nssdb for\n"
+            "Chromium, Firefox profiles) with certutil; a store that already holds it is\n"
+            "left alone. untrust takes it out of the same stores. Each step is printed\n"
+            "before it runs.\n"
             "\n"
             "  --dir D            certificate directory (default: <state_dir>/certs, with\n"
             "                     state_dir from the config, else $XDG_STATE_HOME/mcplex,\n"
             "                     XDG default ~/.local/state)\n"
             "  --renew            init: replace existing files (a new CA, to be trusted again);\n"
             "                     --force is the same\n"
+            "  --dry-run          trust, untrust: print the steps, change nothing\n"
             "  -c, --config FILE  config to take state_dir from\n"
             "  -h, --help         this text\n"
             "\n"
@@ -123,10 +136,11 @@ static void print_trust(const struct mx_certs_paths *p, const struct where *w)
     printf("  Node-based clients (Claude Code, the MCP TypeScript SDK, the MCP Inspector):\n"
            "    export NODE_EXTRA_CA_CERTS=%s\n",
            p->ca_cert);
-    printf("  Debian system store (curl, wget, Python's ssl module and most other programs):\n"
-           "    sudo cp %s /usr/local/share/ca-certificates/mcplex-local-ca.crt\n"
-           "    sudo update-ca-certificates\n",
-           p->ca_cert);
+    printf("  The system store (curl, wget, Python's ssl module and most other programs) and\n"
+           "  the NSS databases of Chromium and Firefox (update-ca-certificates, update-ca-trust\n"
+           "  or trust, and certutil; --dry-run prints the steps first):\n"
+           "    mcplex certs trust%s%s\n",
+           w->dir_arg ? " --dir " : "", w->dir_arg ? w->dir_arg : "");
     printf("  Python (SSL_CERT_FILE for the ssl module, REQUESTS_CA_BUNDLE for requests). Both\n"
            "  replace the default bundle, so point them at one that also holds the CA:\n"
            "    cat /etc/ssl/certs/ca-certificates.crt %s > %s/bundle.pem\n"
@@ -161,6 +175,16 @@ static int run_init(const struct where *w, bool renew)
     note_listen_cert(w);
     mx_certs_paths_clear(&p);
     return 0;
+}
+
+static int run_trust(const struct where *w, bool untrust, bool dry_run)
+{
+    struct mx_certs_paths p;
+    mx_certs_paths_init(&p, w->dir);
+    int rc = mx_cmd_certs_trust(p.ca_cert, untrust, dry_run);
+    note_listen_cert(w);
+    mx_certs_paths_clear(&p);
+    return rc;
 }
 
 /* Copy |len| bytes of |p| into |out|, control and non-ASCII bytes as '?': names come from files. */
@@ -452,19 +476,20 @@ static int run_show(const struct where *w)
 int mx_cmd_certs(int argc, char **argv)
 {
     const char *sub = NULL, *dir = NULL, *config = NULL;
-    bool renew = false;
+    bool renew = false, dry_run = false;
     struct where w;
 
-    const struct mx_cli_opt opts[] = {{"-c", "--config", &config, NULL},
-                                      {NULL, "--dir", &dir, NULL},
-                                      {NULL, "--renew", NULL, &renew},
-                                      {NULL, "--force", NULL, &renew},
-                                      {NULL, NULL, NULL, NULL}};
+    const struct mx_cli_opt opts[] = {
+        {"-c", "--config", &config, NULL},   {NULL, "--dir", &dir, NULL},
+        {NULL, "--renew", NULL, &renew},     {NULL, "--force", NULL, &renew},
+        {NULL, "--dry-run", NULL, &dry_run}, {NULL, NULL, NULL, NULL}};
     struct mx_cli cli = {"certs", usage, opts, &sub, 1, 0};
     int rc = mx_cli_parse(&cli, argc, argv);
     if (rc != MX_CLI_RUN)
         return rc;
-    if (sub == NULL || (strcmp(sub, "init") != 0 && strcmp(sub, "show") != 0)) {
+    bool trust = sub && strcmp(sub, "trust") == 0, untrust = sub && strcmp(sub, "untrust") == 0;
+    if (sub == NULL ||
+        (strcmp(sub, "init") != 0 && strcmp(sub, "show") != 0 && !trust && !untrust)) {
         if (sub)
             fprintf(stderr, "mcplex certs: unknown subcommand '%s'\n", sub);
         usage(stderr);
@@ -474,10 +499,18 @@ int mx_cmd_certs(int argc, char **argv)
         fprintf(stderr, "mcplex certs: --renew is for init only\n");
         return 2;
     }
+    if (dry_run && !trust && !untrust) {
+        fprintf(stderr, "mcplex certs: --dry-run is for trust and untrust only\n");
+        return 2;
+    }
     memset(&w, 0, sizeof(w));
     if (find_dir(&w, dir, config) != 0)
         return 1;
-    rc = strcmp(sub, "init") == 0 ? run_init(&w, renew) : run_show(&w);
+    w.dir_arg = dir;
+    if (trust || untrust)
+        rc = run_trust(&w, untrust, dry_run);
+    else
+        rc = strcmp(sub, "init") == 0 ? run_init(&w, renew) : run_show(&w);
     fflush(stdout);
     where_clear(&w);
     return rc;

@@ -27,6 +27,7 @@
 #include "path.h"
 #include "snippet.h"
 #include "tls.h"
+#include "trust.h"
 
 #define DRAIN_LIMIT_S      10.0
 #define CHILD_STOP_LIMIT_S 5.0
@@ -158,9 +159,10 @@ static int write_port_file(const char *path, int port)
 /*
  * The TLS context for [listen]: cert and key from the config, else the
  * localhost pair in <state_dir>/certs, made (CA included) on first run and
- * renewed when close to expiry. Returns NULL after printing why.
+ * renewed when close to expiry; then *|ca_path| is that CA's file (caller
+ * frees). Returns NULL after printing why.
  */
-static struct mx_tls *tls_setup(const struct mx_config *cfg)
+static struct mx_tls *tls_setup(const struct mx_config *cfg, char **ca_path)
 {
     struct mx_certs_paths p = {0};
     struct mx_tls *tls = NULL;
@@ -187,6 +189,7 @@ static struct mx_tls *tls_setup(const struct mx_config *cfg)
                         p.leaf_cert);
         cert = p.leaf_cert;
         key = p.leaf_key;
+        *ca_path = mx_xstrdup(p.ca_cert);
     }
     if (mx_tls_new(cert, key, &tls, err, sizeof(err)) != 0)
         fprintf(stderr, "mcplex: %s: [listen] %s\n", cfg->path, err);
@@ -286,7 +289,9 @@ int mx_cmd_serve(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     struct mx_tls *tls = NULL;
-    if (cfg->listen.tls && (tls = tls_setup(cfg)) == NULL) {
+    char *ca_path = NULL;
+    if (cfg->listen.tls && (tls = tls_setup(cfg, &ca_path)) == NULL) {
+        free(ca_path);
         mx_config_free(cfg);
         curl_global_cleanup();
         return 1;
@@ -298,6 +303,7 @@ int mx_cmd_serve(int argc, char **argv)
         fprintf(stderr, "mcplex: %s\n", mx_diag_format(&diag, msg, sizeof(msg)));
         mx_config_free(cfg);
         mx_tls_free(tls);
+        free(ca_path);
         curl_global_cleanup();
         return 1;
     }
@@ -331,10 +337,13 @@ int mx_cmd_serve(int argc, char **argv)
          * is read from the environment by the client, never written into its
          * config. */
         char *url = mx_xasprintf("%s://%.*s:%d/mcp", scheme, (int)(colon - a), a, s.gw->port);
-        mx_snippet_print(stderr, "mcplex", url,
-                         cfg->listen.client_token ? MX_SNIPPET_TOKEN_ENV : NULL);
+        /* Read at start only: one parse of the system bundle (a few ms). */
+        struct mx_snippet_ca ca = {ca_path, ca_path && mx_trust_system_has(ca_path)};
+        mx_snippet_print(stderr, "mcplex", url, cfg->listen.client_token ? MX_SNIPPET_TOKEN_ENV : NULL,
+                         &ca);
         free(url);
     }
+    free(ca_path);
     if (o.port_file && write_port_file(o.port_file, s.gw->port) != 0)
         mx_log_warn("serve", "cannot write port file %s: %s", o.port_file, strerror(errno));
 

@@ -48,13 +48,30 @@ char *mx_snippet_codex(const char *name, const char *url, const char *token_env)
     return mx_xasprintf("[mcp_servers.%s]\nurl = \"%s\"\n", name, url);
 }
 
-void mx_snippet_print(FILE *f, const char *name, const char *url, const char *token_env)
+/* Node reads its own CA list, not the system store, so Claude Code and the SDK need the CA named
+ * even once the system trusts it. */
+static void print_ca(FILE *f, const struct mx_snippet_ca *ca)
+{
+    if (ca == NULL || ca->path == NULL)
+        return;
+    if (!ca->trusted)
+        fprintf(f, "\nThe local CA is not trusted by the system yet: run `mcplex certs trust` "
+                   "(`--dry-run` shows the steps first).\n");
+    fprintf(f,
+            "Node-based clients (Claude Code, the TypeScript SDK) need it named: "
+            "export NODE_EXTRA_CA_CERTS=%s\n",
+            ca->path);
+}
+
+void mx_snippet_print(FILE *f, const char *name, const char *url, const char *token_env,
+                      const struct mx_snippet_ca *ca)
 {
     json_t *claude = mx_snippet_json(MX_CLIENT_CLAUDE, url, token_env);
     json_t *cursor = json_pack("{s:{s:o}}", "mcpServers", name,
                                mx_snippet_json(MX_CLIENT_CURSOR, url, token_env));
     char *claude_s = json_dumps(claude, JSON_COMPACT);
     char *cursor_s = json_dumps(cursor, 0);
+    print_ca(f, ca);
     fprintf(f, "\nPoint MCP clients at %s\n", url);
     if (token_env)
         fprintf(f, "  export %s=<the client token>   # the value of [listen] client_token\n",

@@ -96,7 +96,7 @@ static void test_it_certs_real_clients(void **state)
     assert_int_equal(run("init", init, NULL), 0);
     char *out = log_of("init");
     assert_contains(out, "NODE_EXTRA_CA_CERTS=");
-    assert_contains(out, "update-ca-certificates");
+    assert_contains(out, "mcplex certs trust --dir ");
     assert_null(strstr(out, "PRIVATE KEY"));
     free(out);
     assert_int_equal(run("init-again", init, NULL), 1);

@@ -872,8 +872,7 @@ static void test_certs_command(void **state)
     assert_int_equal(r.rc, 0);
     snprintf(want, sizeof(want), "export NODE_EXTRA_CA_CERTS=%s\n", paths.ca_cert);
     assert_contains(r.out, want);
-    snprintf(want, sizeof(want), "cp %s /usr/local/share/ca-certificates/mcplex-local-ca.crt",
-             paths.ca_cert);
+    snprintf(want, sizeof(want), "    mcplex certs trust --dir %s\n", certs_dir);
     assert_contains(r.out, want);
     assert_contains(r.out, "update-ca-certificates");
     assert_contains(r.out, "SSL_CERT_FILE=");
