@@ -532,6 +532,35 @@ static void test_metrics_calls_through_mcp(void **state)
     assert_true(sample(t, "process_start_time_seconds") == sample(t, "mcplex_start_time_seconds"));
     free(t);
 
+    /* a client's GET stream at /mcp/alpha, whose upstream answers its own
+     * GET with the 405 MCP allows: the client's stream is mcplex's, and it
+     * counts as ok, not as an error */
+    char *one = gw_url(&w, "/mcp/alpha");
+    char one_sid[64];
+    mx_it_open_session(one, "it-metrics", one_sid, sizeof(one_sid));
+    char *sid_hdr = mx_xasprintf("Mcp-Session-Id: %s", one_sid);
+    const char *get[] = {"curl", "-s",
+                         "-o",   "/dev/null",
+                         "-m",   "1",
+                         "-H",   sid_hdr,
+                         "-H",   "Accept: text/event-stream",
+                         "-H",   "MCP-Protocol-Version: 2025-11-25",
+                         one,    NULL};
+    assert_int_equal(mx_it_run("get-stream", get, NULL, 10000, NULL), 28); /* held until -m */
+    t = NULL;
+    for (int i = 0; i < 50; i++) {
+        free(t);
+        t = get_metrics(&w, "metrics-get.txt");
+        if (calls(t, "alpha", "GET", "ok") >= 1)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_true(calls(t, "alpha", "GET", "ok") == 1);
+    assert_true(calls(t, "alpha", "GET", "error") <= 0);
+    free(t);
+    free(sid_hdr);
+    free(one);
+
     char *log = mx_it_read_file(w.log, NULL);
     assert_non_null(log);
     assert_int_equal(access_lines(log, "/mcp", "tools/call", "alpha"), 3);
