@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Helper commands: argv splitting and posix_spawn with the house rules. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -70,4 +72,23 @@ int mx_spawn(char *const *argv, char *const *envp, int out_fd, bool keep_stderr,
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
+}
+
+void mx_fd_cloexec_all(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (d == NULL)
+        return;
+    int self = dirfd(d);
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || fd <= 2 || fd == self || fd > INT_MAX)
+            continue;
+        int fl = fcntl((int)fd, F_GETFD);
+        if (fl >= 0 && !(fl & FD_CLOEXEC))
+            fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
+    }
+    closedir(d);
 }

@@ -40,4 +40,12 @@ void mx_argv_clear(struct mx_argv *a);
  */
 int mx_spawn(char *const *argv, char *const *envp, int out_fd, bool keep_stderr, pid_t *pid);
 
+/*
+ * Mark every open descriptor above 2 close-on-exec: those inherited from
+ * whoever started mcplex, and those a library opened without the flag
+ * (libcurl's wakeup socketpair). The first line of defence; helpers also
+ * close everything above 2 before exec.
+ */
+void mx_fd_cloexec_all(void);
+
 #endif

@@ -41,6 +41,7 @@
 #include "err.h"
 #include "guard.h"
 #include "log.h"
+#include "proc.h"
 #include "str.h"
 #include "uclient.h"
 
@@ -1138,6 +1139,8 @@ struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
     ev_init(&c->timer, on_timer);
     ev_prepare_init(&c->kick, on_kick);
     c->multi = curl_multi_init();
+    /* its wakeup socketpair is made without close-on-exec */
+    mx_fd_cloexec_all();
     if (!c->multi)
         goto fail;
     CURLMcode mc = curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);

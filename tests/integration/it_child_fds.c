@@ -83,6 +83,31 @@ static int socket_cnt(pid_t pid)
     return n;
 }
 
+/* The first line of defence for every descriptor: each of |pid|'s above 2
+ * (sockets of its own and libcurl's, the listener, pipes) is close-on-exec. */
+static void assert_all_cloexec(pid_t pid)
+{
+    char dir[64], link[PATH_MAX + 64], target[PATH_MAX];
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int open_ones = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) <= 2)
+            continue;
+        if (is_cloexec(pid, e->d_name))
+            continue;
+        snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+        ssize_t tl = readlink(link, target, sizeof(target) - 1);
+        target[tl > 0 ? tl : 0] = '\0';
+        fprintf(stderr, "fds: mcplex %s %s is not close-on-exec\n", e->d_name, target);
+        open_ones++;
+    }
+    closedir(d);
+    assert_int_equal(open_ones, 0);
+}
+
 /* The socket inode of a TCP connection from mcplex to 127.0.0.1:|port|
  * (/proc/net/tcp), or 0. */
 static unsigned long conn_inode(int port)
@@ -194,6 +219,7 @@ static void test_children_inherit_only_stdio(void **state)
     fprintf(stderr, "fds: mcplex holds %d sockets\n", sockets);
     assert_true(sockets >= 2);
     assert_conn_cloexec(mcplex, sim_port);
+    assert_all_cloexec(mcplex);
 
     post_init(port, "/mcp/probe");
     assert_only_stdio("a stdio upstream", out_stdio);
