@@ -319,6 +319,10 @@ void mcp_wait_start(struct mcp_wait *w, double bound_s);
 void mcp_wait_drop(struct mx_mcp *m, const void *owner, bool any, const struct mx_mcpup *scope,
                    enum mcp_wait_end end);
 
+/* Answer |c| with -32602 for the tool or prompt |name| no upstream holds,
+ * naming every failed upstream that could have held it and why it failed
+ * (both eras: MCP 2025-06-18 and 2026-07-28, Tools). */
+void mcp_unknown_name(struct mx_mcp *m, struct mx_call *c, enum mx_agg_kind kind, const char *name);
 /*
  * A routed request (tools/call, prompts/get, resources/read,
  * completion/complete; every client path of /mcp) for lists still to come.

@@ -499,14 +499,6 @@ static void list_wait(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
 
 /* ---- routing ---- */
 
-static void unknown_name(struct mx_call *c, const char *what, const char *name)
-{
-    char text[300];
-    /* MCP 2025-06-18, Tools: an unknown tool is a protocol error, -32602 */
-    snprintf(text, sizeof(text), "Unknown %s: %.200s", what, name ? name : "(none)");
-    mx_call_error(c, 200, MX_RPC_INVALID_PARAMS, text, NULL);
-}
-
 static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
                              bool may_wait);
 
@@ -538,7 +530,7 @@ static void route_named(struct mx_mcp *m, struct mx_session *s, struct mx_call *
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
     if (e == NULL) {
         if (!park(m, s, c, msg, kind, name, may_wait))
-            unknown_name(c, kind == MX_AGG_TOOLS ? "tool" : "prompt", name);
+            mcp_unknown_name(m, c, kind, name);
         return;
     }
     call_start(m, s, c, m->ups[e->src], msg, strcmp(e->orig, name) ? e->orig : NULL, 0, NULL);
@@ -608,7 +600,7 @@ static void route_completion(struct mx_mcp *m, struct mx_session *s, struct mx_c
             name ? mx_agg_lookup(mcp_view(m, MX_AGG_PROMPTS), mx_str_cstr(name)) : NULL;
         if (e == NULL) {
             if (!park(m, s, c, msg, MX_AGG_PROMPTS, name, may_wait))
-                unknown_name(c, "prompt", name);
+                mcp_unknown_name(m, c, MX_AGG_PROMPTS, name);
             return;
         }
         upmsg = json_copy(msg);

@@ -710,11 +710,7 @@ static const struct mx_agg_entry *lookup(struct mcp_modern *mm, struct mx_call *
         name ? mx_agg_lookup(mcp_view(m, kind), mx_str_make(name, strlen(name))) : NULL;
     if (e || park(mm, c, msg, kind, name, may_wait))
         return e;
-    char text[300];
-    /* MCP 2026-07-28, Tools: an unknown tool is -32602 */
-    snprintf(text, sizeof(text), "Unknown %s: %.200s", kind == MX_AGG_TOOLS ? "tool" : "prompt",
-             name ? name : "(none)");
-    mx_call_error(c, 200, MX_RPC_INVALID_PARAMS, text, NULL);
+    mcp_unknown_name(m, c, kind, name);
     return NULL;
 }
 

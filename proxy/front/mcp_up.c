@@ -1179,6 +1179,22 @@ static bool could_hold(const struct mx_mcpup *u, enum mx_agg_kind kind, const ch
     return u->lists[kind] == NULL && u->m->cfg->proxy.prefix == MX_PREFIX_CONDITIONAL;
 }
 
+void mcp_unknown_name(struct mx_mcp *m, struct mx_call *c, enum mx_agg_kind kind, const char *name)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof(text), "Unknown %s: %.200s",
+                     kind == MX_AGG_TOOLS ? "tool" : "prompt", name ? name : "(none)");
+    for (size_t i = 0; name && i < m->up_cnt && n > 0 && (size_t)n < sizeof(text); i++) {
+        const struct mx_mcpup *u = m->ups[i];
+        if (u->up->retired || u->state != UPS_FAILED || !could_hold(u, kind, name))
+            continue;
+        n += snprintf(text + n, sizeof(text) - (size_t)n,
+                      "; upstream '%s', which may hold it, failed: %.300s", u->cfg->name,
+                      u->fail.message);
+    }
+    mx_call_error(c, 200, MX_RPC_INVALID_PARAMS, text, NULL);
+}
+
 /* How long a call would wait for |u| to wake: wake_timeout, and never past
  * what request_timeout allows the call itself. */
 static double park_bound_s(const struct mx_mcpup *u)

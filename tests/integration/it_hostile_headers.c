@@ -176,6 +176,10 @@ static void test_aggregate_session_id_with_cr(void **state)
     assert_null(strstr(head, "X-Injected"));
     assert_int_equal(st, 200);
     assert_non_null(strstr(body, "\"error\""));
+    /* the error says why the name is unknown: the upstream that may hold
+     * it failed, and how */
+    assert_non_null(strstr(body, "'sim'"));
+    assert_non_null(strstr(body, "invalid header"));
     free(head);
     free(body);
     free(url);
