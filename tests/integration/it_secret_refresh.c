@@ -439,7 +439,9 @@ static void test_cmd_secret_rotates(void **state)
     }
     assert_int_equal(ok, 1);
     assert_int_equal(runs(&r), 4); /* resolved by the reload */
-    char *log = mx_it_read_file(mx_it_path("mcplex.log"), NULL);
+    char *log_path = mx_it_path("mcplex.log");
+    char *log = mx_it_read_file(log_path, NULL);
+    free(log_path);
     assert_non_null(log);
     if (strstr(log, "1 upstreams unchanged, 0 joined, 0 retiring") == NULL)
         fail_msg("the reload took the refreshed credential for a changed server");
