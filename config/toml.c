@@ -637,7 +637,9 @@ static int parse_bare(struct parser *ps, struct mx_toml_value *v, bool in_array)
 {
     size_t end = bare_end(ps), n = end - ps->pos;
     const char *w = ps->p + ps->pos;
-    size_t sign = (w[0] == '+' || w[0] == '-') ? 1 : 0;
+    /* the input is not NUL-terminated: nothing at or past |n| is read */
+    size_t sign = (n > 0 && (w[0] == '+' || w[0] == '-')) ? 1 : 0;
+    unsigned char first = sign < n ? (unsigned char)w[sign] : 0;
 
     if ((n == 4 && memcmp(w, "true", 4) == 0) || (n == 5 && memcmp(w, "false", 5) == 0)) {
         v->b = n == 4;
@@ -649,8 +651,7 @@ static int parse_bare(struct parser *ps, struct mx_toml_value *v, bool in_array)
         adv_n(ps, sign);
         return fail_here(ps, "floats are not supported");
     }
-    if (is_digit((unsigned char)w[sign]) || (w[sign] == '.' && is_digit(peek_at(ps, sign + 1))) ||
-        n == sign) {
+    if (is_digit(first) || (first == '.' && is_digit(peek_at(ps, sign + 1))) || n == sign) {
         int rc = parse_number(ps, v, end);
         if (rc <= 0)
             return rc;

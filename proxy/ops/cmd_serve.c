@@ -339,8 +339,8 @@ int mx_cmd_serve(int argc, char **argv)
         char *url = mx_xasprintf("%s://%.*s:%d/mcp", scheme, (int)(colon - a), a, s.gw->port);
         /* Read at start only: one parse of the system bundle (a few ms). */
         struct mx_snippet_ca ca = {ca_path, ca_path && mx_trust_system_has(ca_path)};
-        mx_snippet_print(stderr, "mcplex", url, cfg->listen.client_token ? MX_SNIPPET_TOKEN_ENV : NULL,
-                         &ca);
+        mx_snippet_print(stderr, "mcplex", url,
+                         cfg->listen.client_token ? MX_SNIPPET_TOKEN_ENV : NULL, &ca);
         free(url);
     }
     free(ca_path);

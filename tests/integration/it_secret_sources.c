@@ -120,7 +120,7 @@ static void test_keyring_and_cred(void **state)
     /* mcplex ends; the session (keyring daemon and bus) ends with it */
     char *pid_text = mx_it_read_file(pidfile, NULL);
     assert_non_null(pid_text);
-    pid_t mcplex = (pid_t)atoi(pid_text);
+    pid_t mcplex = (pid_t)strtol(pid_text, NULL, 10);
     assert_true(mcplex > 0);
     assert_int_equal(kill(mcplex, SIGTERM), 0);
     assert_true(mx_it_wait_exit(session, 15000) >= 0);
