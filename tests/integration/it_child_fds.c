@@ -94,7 +94,7 @@ static void assert_all_cloexec(pid_t pid)
     int open_ones = 0;
     assert_non_null(d);
     while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) <= 2)
+        if (e->d_name[0] == '.' || strtol(e->d_name, NULL, 10) <= 2)
             continue;
         if (is_cloexec(pid, e->d_name))
             continue;
