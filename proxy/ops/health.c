@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "procstat.h"
 
 static void iso_time(time_t t, char *out, size_t cap)
 {
@@ -130,6 +131,9 @@ void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req)
     g.reloads_ok = gw->reload.ok;
     g.reloads_failed = gw->reload.failed;
     g.sessions = (long long)mx_mcp_session_cnt(gw->mcp);
+    struct mx_procstat ps;
+    if (mx_procstat_read(&ps) == 0)
+        g.proc = &ps;
 
     mx_buf_init(&b, METRICS_BODY_CAP);
     if (mx_metrics_render(gw->metrics, &g, &b) != 0) {

@@ -430,10 +430,10 @@ static int sample_hist(struct mx_buf *b, const char *name, const struct labels *
 /* The standard process_* series (Prometheus client conventions). */
 static int render_os(struct mx_buf *b, const struct mx_metrics_gauges *g)
 {
-    struct mx_procstat ps;
     int rc = 0;
-    if (mx_procstat_read(&ps) != 0)
+    if (g->proc == NULL)
         return 0;
+    const struct mx_procstat ps = *g->proc;
     rc |= family(b, "process_cpu_seconds_total", "counter",
                  "Total user and system CPU time spent in seconds.");
     rc |= sample_double(b, "process_cpu_seconds_total", NULL, ps.cpu_seconds);

@@ -130,6 +130,8 @@ void mx_metrics_wake_end(struct mx_metrics *m, size_t slot, double duration_s,
 int mx_metrics_p50(const struct mx_metrics *m, size_t slot, double window_s, double *out_s);
 
 /* What the gateway knows at render time (read, not kept, by this module). */
+struct mx_procstat;
+
 struct mx_metrics_gauges {
     double start_time_s; /* wall clock (time_t) the process started */
     uint64_t connections;
@@ -140,9 +142,10 @@ struct mx_metrics_gauges {
     size_t up_cnt;
     uint64_t reloads_ok; /* config reloads applied and refused */
     uint64_t reloads_failed;
-    uint64_t refused_connections; /* closed at accept: max_connections */
-    uint64_t refused_per_client;  /* closed at accept: max_connections_per_client */
-    uint64_t refused_sessions;    /* initialize refused: max_sessions */
+    uint64_t refused_connections;   /* closed at accept: max_connections */
+    uint64_t refused_per_client;    /* closed at accept: max_connections_per_client */
+    uint64_t refused_sessions;      /* initialize refused: max_sessions */
+    const struct mx_procstat *proc; /* the process_* series; NULL: none */
 };
 
 /*

@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "metrics.h"
+#include "procstat.h"
 
 static double fake_now;
 
@@ -64,7 +65,7 @@ static void test_metrics_render_families(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {1700000000.0, 3, 2, 5, -1, NULL, 0, 4, 1, 7, 8, 9};
+    struct mx_metrics_gauges g = {1700000000.0, 3, 2, 5, -1, NULL, 0, 4, 1, 7, 8, 9, NULL};
     char *t = render(m, &g);
     assert_true(has_line(t, "# TYPE mcplex_client_connections gauge"));
     assert_true(has_line(t, "# TYPE mcplex_guard_refusals_total counter"));
@@ -93,6 +94,20 @@ static void test_metrics_render_families(void **state)
     /* every family has HELP before TYPE, each once */
     assert_non_null(strstr(t, "# HELP mcplex_sessions "));
     assert_true(strstr(t, "# HELP mcplex_sessions ") < strstr(t, "# TYPE mcplex_sessions "));
+    /* no process_* series unless the caller read them */
+    assert_null(strstr(t, "process_"));
+    free(t);
+
+    const struct mx_procstat ps = {1.5, 8u << 20, 64u << 20, 11, 1024};
+    g.proc = &ps;
+    t = render(m, &g);
+    assert_true(has_line(t, "# TYPE process_cpu_seconds_total counter"));
+    assert_true(has_line(t, "process_cpu_seconds_total 1.5"));
+    assert_true(has_line(t, "process_resident_memory_bytes 8388608"));
+    assert_true(has_line(t, "process_virtual_memory_bytes 67108864"));
+    assert_true(has_line(t, "process_open_fds 11"));
+    assert_true(has_line(t, "process_max_fds 1024"));
+    assert_true(has_line(t, "process_start_time_seconds 1700000000"));
     free(t);
     mx_metrics_free(m);
 }
@@ -101,7 +116,7 @@ static void test_metrics_label_escaping(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t s = mx_metrics_server_slot(m, "we\"ird\\na\nme");
     mx_metrics_upstream_retry(m, s);
     char *t = render(m, &g);
@@ -115,7 +130,7 @@ static void test_metrics_histogram_cumulative(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t s = mx_metrics_server_slot(m, "a");
     /* on a bound counts in that bucket (le is "less or equal") */
     mx_metrics_upstream_call(m, s, "tools/call", MX_METRICS_OK, 0.001, 0.0001);
@@ -232,7 +247,7 @@ static void test_metrics_method_label_bounded(void **state)
 
     /* a client inventing method names adds no series */
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t s = mx_metrics_server_slot(m, "a");
     char name[32];
     for (int i = 0; i < 1000; i++) {
@@ -253,7 +268,7 @@ static void test_metrics_streams_counted_not_timed(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t s = mx_metrics_server_slot(m, "a");
     mx_metrics_upstream_call(m, s, "GET", MX_METRICS_OK, 3600.0, 0.001);
     mx_metrics_upstream_call(m, s, "subscriptions/listen", MX_METRICS_CANCELLED, 10.0, 0.001);
@@ -278,7 +293,7 @@ static void test_metrics_negative_not_observed(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t s = mx_metrics_server_slot(m, "a");
     mx_metrics_upstream_call(m, s, "ping", MX_METRICS_CANCELLED, -1.0, -1.0);
     mx_metrics_wake_end(m, s, -3.0, MX_METRICS_WOKE);
@@ -303,7 +318,7 @@ static void test_metrics_wakes_retries_bytes(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     size_t a = mx_metrics_server_slot(m, "a");
     size_t b = mx_metrics_server_slot(m, "b");
     assert_int_not_equal(a, b);
@@ -350,7 +365,7 @@ static void test_metrics_upstream_state_gauge(void **state)
     mx_upstream_init(&ups[1], &cfg[1]);
     mx_upstream_note(&ups[1], MX_UPSTREAM_EV_AUTH_REFUSED);
     struct mx_upstream *slots[2] = {&ups[0], &ups[1]};
-    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, slots, 2, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, -1, slots, 2, 0, 0, 0, 0, 0, NULL};
     char *t = render(NULL, &g);
     static const char *const states[] = {"unknown", "up", "waking", "down", "auth-failed"};
     for (size_t i = 0; i < 2; i++) {
@@ -406,7 +421,7 @@ static void test_metrics_render_cap(void **state)
 {
     (void)state;
     struct mx_metrics *m = mx_metrics_new(fake_clock);
-    struct mx_metrics_gauges g = {0, 0, 0, 0, 1, NULL, 0, 0, 0, 0, 0, 0};
+    struct mx_metrics_gauges g = {0, 0, 0, 0, 1, NULL, 0, 0, 0, 0, 0, 0, NULL};
     mx_metrics_server_slot(m, "a");
     struct mx_buf b;
     mx_buf_init(&b, 1 << 20);
