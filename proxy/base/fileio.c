@@ -132,3 +132,14 @@ out:
     free(tmp);
     return rc;
 }
+
+int mx_file_save_private(const char *path, const void *data, size_t len, struct mx_diag *diag)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? mx_xstrndup(path, (size_t)(slash - path)) : mx_xstrdup(".");
+    int rc = mx_dir_private(dir, diag);
+    if (rc == 0)
+        rc = mx_file_write(path, data, len, 0600, MX_FILE_REPLACE, diag);
+    free(dir);
+    return rc;
+}

@@ -50,4 +50,11 @@ int mx_dir_private(const char *dir, struct mx_diag *diag);
 int mx_file_write(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
                   struct mx_diag *diag);
 
+/*
+ * Replace |path| with |len| bytes of |data|, mode 0600, in its directory
+ * made private first (mx_dir_private, then mx_file_write with
+ * MX_FILE_REPLACE): how mcplex keeps its own state files. Returns as they do.
+ */
+int mx_file_save_private(const char *path, const void *data, size_t len, struct mx_diag *diag);
+
 #endif

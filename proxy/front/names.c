@@ -26,8 +26,7 @@
 #define PIN_MARGIN 256
 
 struct mx_names {
-    char *dir;       /* state_dir; NULL: memory only */
-    char *path;      /* <dir>/names.json */
+    char *path;      /* <state_dir>/names.json; NULL: memory only */
     json_t *servers; /* name -> {"alias", "tools", "prompts"} */
     bool known;      /* prefix and budget say what the pins were made under */
     enum mx_prefix_mode prefix;
@@ -84,7 +83,6 @@ struct mx_names *mx_names_open(const char *state_dir)
     struct mx_names *n = mx_xcalloc(1, sizeof(*n));
     n->servers = json_object();
     if (state_dir) {
-        n->dir = mx_xstrdup(state_dir);
         n->path = mx_xasprintf("%s/names.json", state_dir);
         load(n);
     }
@@ -96,7 +94,6 @@ void mx_names_free(struct mx_names *n)
     if (n == NULL)
         return;
     json_decref(n->servers);
-    free(n->dir);
     free(n->path);
     free(n);
 }
@@ -113,9 +110,7 @@ static void save(struct mx_names *n)
     if (text == NULL)
         return;
     struct mx_diag d = {0};
-    int rc = mx_dir_private(n->dir, &d);
-    if (rc == 0)
-        rc = mx_file_write(n->path, text, strlen(text), 0600, MX_FILE_REPLACE, &d);
+    int rc = mx_file_save_private(n->path, text, strlen(text), &d);
     if (rc != 0 && !n->warned) {
         char line[1024];
         mx_log_warn(SUBSYS, "cannot keep the names clients saw: %s",

@@ -57,10 +57,9 @@ static void print_ca(FILE *f, const struct mx_snippet_ca *ca)
     if (!ca->trusted)
         fprintf(f, "\nThe local CA is not trusted by the system yet: run `mcplex certs trust` "
                    "(`--dry-run` shows the steps first).\n");
-    fprintf(f,
-            "Node-based clients (Claude Code, the TypeScript SDK) need it named: "
-            "export NODE_EXTRA_CA_CERTS=%s\n",
-            ca->path);
+    fprintf(f, "Node-based clients (Claude Code, the TypeScript SDK) need it named: ");
+    mx_snippet_ca(f, MX_CLIENT_CLAUDE, ca->path); /* the one spelling of that line */
+    fputc('\n', f);
 }
 
 void mx_snippet_print(FILE *f, const char *name, const char *url, const char *token_env,

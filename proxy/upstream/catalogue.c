@@ -116,16 +116,11 @@ int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const j
     /* No fsync: a catalogue lost in a crash is fetched again; the rename keeps it whole. */
     struct mx_diag d = {0};
     char line[1024];
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? mx_xstrndup(path, (size_t)(slash - path)) : mx_xstrdup(".");
-    int rc = mx_dir_private(dir, &d);
-    if (rc == 0)
-        rc = mx_file_write(path, text, strlen(text), 0600, MX_FILE_REPLACE, &d);
+    int rc = mx_file_save_private(path, text, strlen(text), &d);
     if (rc != 0) {
         mx_log_warn("catalogue", "cannot save: %s", mx_diag_format(&d, line, sizeof(line)));
         rc = MX_EIO;
     }
-    free(dir);
     free(text);
     return rc;
 }
