@@ -44,11 +44,7 @@
 #include "proc.h"
 #include "str.h"
 #include "uclient.h"
-
-/* idle upstream connections kept for reuse, over all upstreams */
-#define UCLIENT_MAX_IDLE_CONNS 1024
-/* finished easy handles kept for the next requests, over all upstreams */
-#define UCLIENT_MAX_SPARE 16
+#include "uclient_int.h"
 
 #define SUBSYS "uclient"
 
@@ -67,174 +63,6 @@
             (rc) = curl_easy_setopt((easy), (opt), (val));                                         \
     } while (0)
 
-/* A circular doubly linked list with a sentinel: unlinking needs no head. */
-struct link {
-    struct link *prev;
-    struct link *next;
-};
-
-static void link_init(struct link *l)
-{
-    l->prev = l->next = l;
-}
-
-static bool link_empty(const struct link *l)
-{
-    return l->next == l;
-}
-
-static void link_add_tail(struct link *head, struct link *l)
-{
-    l->prev = head->prev;
-    l->next = head;
-    head->prev->next = l;
-    head->prev = l;
-}
-
-static void link_del(struct link *l)
-{
-    l->prev->next = l->next;
-    l->next->prev = l->prev;
-    link_init(l);
-}
-
-/* Move every entry of |from| to the empty list |to|. */
-static void link_splice(struct link *from, struct link *to)
-{
-    link_init(to);
-    if (link_empty(from))
-        return;
-    to->next = from->next;
-    to->prev = from->prev;
-    to->next->prev = to;
-    to->prev->next = to;
-    link_init(from);
-}
-
-enum mx_ureq_state {
-    MX_UREQ_PENDING,   /* created; added to the multi handle at the next safe point */
-    MX_UREQ_RUNNING,   /* in the multi handle */
-    MX_UREQ_CANCELLED, /* cancelled inside a curl call; removed at the next safe point */
-    MX_UREQ_DONE,      /* removed from the multi handle; on_done is running */
-};
-
-/* Where a response header sits in mx_ureq.head. */
-struct hdr_pos {
-    size_t name_off;
-    size_t name_len;
-    size_t value_off;
-    size_t value_len;
-};
-
-struct mx_ureq {
-    struct mx_uclient *c;
-    struct link node; /* in c->reqs */
-    struct link todo; /* in c->todo while it waits for the next safe point */
-    enum mx_ureq_state state;
-    unsigned long id;
-    CURL *easy;
-    struct curl_slist *hdrs; /* lines[] or NULL; may hold credentials: wiped */
-    size_t hdrs_size;        /* bytes of lines[] and their text, for the wipe */
-    struct mx_ureq_cbs cbs;
-    void *data;
-
-    char *body; /* our copy (after the header text), fed to libcurl by read_cb */
-    size_t body_len;
-    size_t read_pos;
-    bool has_body;      /* POST-style request: the body goes through read_cb */
-    bool may_repeat;    /* a rewind or a second attempt is allowed */
-    bool body_handed;   /* every body byte was handed to libcurl in some attempt */
-    unsigned attempts;  /* times libcurl was about to send the request */
-    bool retry_refused; /* prereq_cb refused a second attempt */
-
-    bool resp_started;
-    bool in_head;    /* a status line was seen; collecting its header block */
-    bool head_done;  /* on_head was called */
-    bool bad_header; /* a header value held a control byte: the answer is refused */
-    long status;
-    struct mx_buf head;
-    struct hdr_pos *pos;
-    size_t pos_cnt;
-
-    struct mx_upool *pool; /* NULL: the multi's common connection cache */
-    bool stream;           /* opts.stream */
-    bool held;             /* a stream whose head came: held, not use of the pool */
-
-    bool consumer_paused; /* on_data returned MX_EAGAIN and no resume came yet */
-    bool curl_paused;     /* we answered CURL_WRITEFUNC_PAUSE: libcurl holds the bytes */
-
-    char errbuf[CURL_ERROR_SIZE];
-    CURLcode result; /* how the transfer ended */
-
-    /* One allocation with the request: the header list (libcurl only reads
-     * it, so it need not come from curl_slist_append), the text of its lines,
-     * then the body. */
-    struct curl_slist lines[];
-};
-
-/*
- * A socket libcurl told sock_cb about. When libcurl lets go of it (the
- * connection went back to the cache: CURL_POLL_REMOVE) it stays watched
- * for reading, parked: libcurl takes the same connection back for the next
- * request, and then nothing changes in epoll (stopping and starting the
- * watcher cost an epoll_ctl per call, one of them failing). Every socket
- * libcurl opens and closes goes through open_sock and close_sock, so a
- * parked socket is dropped before its descriptor is closed, and one found
- * with a new socket's number is dropped as stale.
- */
-struct sock {
-    ev_io io;
-    curl_socket_t fd;
-    struct mx_uclient *c;
-    struct link node; /* in c->socks */
-    bool parked;      /* libcurl let go of it; watched for reading only */
-};
-
-/* What open_sock and close_sock are given: the client, and the pool that
- * counts the socket (NULL: none). */
-struct sockctx {
-    struct mx_uclient *c;
-    struct mx_upool *p;
-};
-
-struct mx_upool {
-    struct mx_uclient *c;
-    struct sockctx ctx; /* {c, this} */
-    struct link node;   /* in c->pools */
-    CURLSH *share;      /* its connection cache; NULL until used, and after each close */
-    struct mx_upool_cbs cbs;
-    void *data;
-    ev_timer idle;
-    double idle_s;
-    bool dead;    /* its owner let go: no callbacks, freed once nothing uses it */
-    bool closing; /* idle: close every connection once no transfer uses the share */
-    size_t users; /* live transfers whose easy handle has the share */
-    size_t busy;  /* of those, the ones that are use (not held streams) */
-    size_t conns; /* sockets open, counted by open_sock and close_sock */
-    size_t streams;
-    time_t held_since;
-    time_t idle_closed;
-};
-
-struct mx_uclient {
-    struct ev_loop *loop;
-    CURLM *multi;
-    ev_timer timer;   /* libcurl's single timeout */
-    ev_prepare kick;  /* runs c->todo at the start of the next loop iteration */
-    struct link reqs; /* every live mx_ureq */
-    struct link todo; /* requests to add or to unpause */
-    struct link socks;
-    struct sockctx ctx; /* {this, NULL} */
-    struct link pools;
-    size_t active;
-    size_t zombies;   /* requests in MX_UREQ_CANCELLED */
-    unsigned in_curl; /* depth of our calls into libcurl that may run callbacks */
-    unsigned in_done; /* on_done is running */
-    unsigned long next_id;
-    CURL *spare[UCLIENT_MAX_SPARE]; /* reset, outside any share, for the next requests */
-    size_t spare_cnt;
-};
-
 static void settle(struct mx_uclient *c);
 
 static const char *ureq_state_name(enum mx_ureq_state s)
@@ -252,7 +80,7 @@ static const char *ureq_state_name(enum mx_ureq_state s)
     return "?";
 }
 
-static void set_state(struct mx_ureq *u, enum mx_ureq_state s)
+void mx_uc_set_state(struct mx_ureq *u, enum mx_ureq_state s)
 {
     mx_log_debug(SUBSYS, "req#%lu %s -> %s", u->id, ureq_state_name(u->state), ureq_state_name(s));
     u->state = s;
@@ -287,8 +115,6 @@ static void easy_put(struct mx_uclient *c, CURL *e)
 }
 
 /* The easy handle must no longer be in the multi handle. */
-static void pool_check(struct mx_upool *p);
-
 static void pool_leave(struct mx_ureq *u)
 {
     struct mx_upool *p = u->pool;
@@ -300,16 +126,18 @@ static void pool_leave(struct mx_ureq *u)
         p->streams--;
     else
         p->busy--;
-    pool_check(p);
+    mx_uc_pool_check(p);
 }
 
-static void ureq_free(struct mx_ureq *u)
+void mx_uc_ureq_free(struct mx_ureq *u)
 {
     struct mx_uclient *c = u->c;
     link_del(&u->node);
     link_del(&u->todo);
     if (u->easy)
         easy_put(c, u->easy); /* detaches it from the pool's share */
+    if (u->h1)
+        mx_uc_h1_abort(u);
     pool_leave(u);
     OPENSSL_cleanse(u->lines, u->hdrs_size);
     mx_buf_clear(&u->head);
@@ -319,7 +147,7 @@ static void ureq_free(struct mx_ureq *u)
     free(u);
 }
 
-static void schedule(struct mx_ureq *u)
+void mx_uc_schedule(struct mx_ureq *u)
 {
     struct mx_uclient *c = u->c;
     if (link_empty(&u->todo))
@@ -330,7 +158,7 @@ static void schedule(struct mx_ureq *u)
 
 /* ---- pools ---- */
 
-static void held_note(struct mx_upool *p)
+void mx_uc_held_note(struct mx_upool *p)
 {
     if (p->conns + p->streams == 0)
         p->held_since = 0;
@@ -349,10 +177,11 @@ static void pool_close(struct mx_upool *p)
             mx_log_warn(SUBSYS, "curl_share_cleanup: %s", curl_share_strerror(sc));
         p->share = NULL;
     }
+    mx_uc_h1_close_idle(p->c, p);
     if (p->closing)
         p->idle_closed = time(NULL);
     p->closing = false;
-    held_note(p);
+    mx_uc_held_note(p);
     if (p->dead) {
         ev_timer_stop(p->c->loop, &p->idle);
         link_del(&p->node);
@@ -362,9 +191,9 @@ static void pool_close(struct mx_upool *p)
 
 /* Usage changed: start the idle clock, or ask for the close at the next
  * safe point (this may run inside a curl callback). */
-static void pool_check(struct mx_upool *p)
+void mx_uc_pool_check(struct mx_upool *p)
 {
-    held_note(p);
+    mx_uc_held_note(p);
     if (p->users == 0 && (p->closing || p->dead)) {
         if (!ev_is_active(&p->c->kick))
             ev_prepare_start(p->c->loop, &p->c->kick);
@@ -446,7 +275,7 @@ static curl_socket_t open_sock(void *clientp, curlsocktype purpose, struct curl_
     }
     if (x->p) {
         x->p->conns++;
-        held_note(x->p);
+        mx_uc_held_note(x->p);
     }
     return fd;
 }
@@ -465,7 +294,7 @@ static int close_sock(void *clientp, curl_socket_t fd)
     if (x->p) {
         MX_ASSERT(x->p->conns > 0);
         x->p->conns--;
-        held_note(x->p);
+        mx_uc_held_note(x->p);
     }
     return close(fd);
 }
@@ -481,6 +310,7 @@ struct mx_upool *mx_upool_new(struct mx_uclient *c, long idle_ms, const struct m
     p->data = data;
     p->idle_s = (double)idle_ms / 1000.0;
     ev_init(&p->idle, pool_idle_cb);
+    link_init(&p->h1_idle);
     link_add_tail(&c->pools, &p->node);
     return p;
 }
@@ -494,7 +324,7 @@ void mx_upool_free(struct mx_upool *p)
     if (p->users == 0 && p->c->in_curl == 0)
         pool_close(p);
     else
-        pool_check(p);
+        mx_uc_pool_check(p);
 }
 
 void mx_upool_info(const struct mx_upool *p, struct mx_upool_info *out)
@@ -508,8 +338,9 @@ void mx_upool_info(const struct mx_upool *p, struct mx_upool_info *out)
     out->idle_closed = p->idle_closed;
 }
 
-/* |u| uses |p|: a share of its own (made anew after each close). */
-static int pool_join(struct mx_ureq *u, struct mx_upool *p)
+/* libcurl's connections of |p| are in a share of its own (made anew after
+ * each close). */
+static int pool_share(struct mx_ureq *u, struct mx_upool *p)
 {
     if (p->share == NULL) {
         p->share = curl_share_init();
@@ -527,14 +358,23 @@ static int pool_join(struct mx_ureq *u, struct mx_upool *p)
     SETOPT(rc, u->easy, CURLOPT_SHARE, p->share);
     SETOPT(rc, u->easy, CURLOPT_OPENSOCKETDATA, (void *)&p->ctx);
     SETOPT(rc, u->easy, CURLOPT_CLOSESOCKETDATA, (void *)&p->ctx);
-    if (rc != CURLE_OK)
-        return MX_EUPSTREAM;
+    return rc == CURLE_OK ? 0 : MX_EUPSTREAM;
+}
+
+/* |u| uses |p|. */
+static int pool_join(struct mx_ureq *u, struct mx_upool *p)
+{
+    if (u->easy) {
+        int err = pool_share(u, p);
+        if (err)
+            return err;
+    }
     /* a new use: the connections stay */
     p->closing = false;
     p->users++;
     p->busy++;
     u->pool = p;
-    pool_check(p);
+    mx_uc_pool_check(p);
     return 0;
 }
 
@@ -747,6 +587,10 @@ static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)
     info->body_sent = u->body_len > 0 ? u->body_handed : u->attempts > 0;
     info->response_started = u->resp_started;
     info->http_status = u->head_done ? u->status : 0;
+    if (u->h1) {
+        mx_uc_h1_info(u, info);
+        return;
+    }
     if (!u->easy)
         return;
     connection_cause(u, info);
@@ -762,18 +606,18 @@ static void fill_info(const struct mx_ureq *u, struct mx_ureq_info *info)
 }
 
 /* Deliver on_done and free |u|; its handle is already out of the multi. */
-static void deliver_done(struct mx_ureq *u, int err)
+void mx_uc_deliver_done(struct mx_ureq *u, int err)
 {
     struct mx_uclient *c = u->c;
     struct mx_ureq_info info;
     fill_info(u, &info);
-    set_state(u, MX_UREQ_DONE);
+    mx_uc_set_state(u, MX_UREQ_DONE);
     if (u->cbs.on_done) {
         c->in_done++;
         u->cbs.on_done(u, err, &info, u->data);
         c->in_done--;
     }
-    ureq_free(u);
+    mx_uc_ureq_free(u);
 }
 
 static void finish(struct mx_ureq *u, CURLcode result)
@@ -782,7 +626,7 @@ static void finish(struct mx_ureq *u, CURLcode result)
     curl_multi_remove_handle(c->multi, u->easy);
     if (u->state == MX_UREQ_CANCELLED) {
         c->zombies--;
-        ureq_free(u);
+        mx_uc_ureq_free(u);
         return;
     }
     MX_ASSERT(u->state == MX_UREQ_RUNNING);
@@ -794,7 +638,7 @@ static void finish(struct mx_ureq *u, CURLcode result)
         mx_log_debug(SUBSYS, "req#%lu failed: %s (curl %d: %s)%s", u->id, mx_strerror(err),
                      (int)result, u->errbuf[0] ? u->errbuf : curl_easy_strerror(result),
                      u->retry_refused ? "; refused to send it again" : "");
-    deliver_done(u, err);
+    mx_uc_deliver_done(u, err);
 }
 
 /* The one place finished transfers are handled; never inside a curl call. */
@@ -825,7 +669,7 @@ static void reap(struct mx_uclient *c)
             continue;
         curl_multi_remove_handle(c->multi, u->easy);
         c->zombies--;
-        ureq_free(u);
+        mx_uc_ureq_free(u);
     }
 }
 
@@ -851,15 +695,22 @@ static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
     while (!link_empty(&batch)) {
         struct mx_ureq *u = mx_container_of(batch.next, struct mx_ureq, todo);
         link_del(&u->todo);
+        if (u->h1) {
+            if (u->state == MX_UREQ_PENDING)
+                mx_uc_h1_begin(u);
+            else if (u->state == MX_UREQ_RUNNING && !u->consumer_paused)
+                mx_uc_h1_resume(u);
+            continue;
+        }
         if (u->state == MX_UREQ_PENDING) {
             CURLMcode mc = curl_multi_add_handle(c->multi, u->easy);
             if (mc != CURLM_OK) {
                 mx_log_debug(SUBSYS, "req#%lu: curl_multi_add_handle: %s", u->id,
                              curl_multi_strerror(mc));
-                deliver_done(u, MX_EUPSTREAM);
+                mx_uc_deliver_done(u, MX_EUPSTREAM);
                 continue;
             }
-            set_state(u, MX_UREQ_RUNNING);
+            mx_uc_set_state(u, MX_UREQ_RUNNING);
             added = true;
         } else if (u->state == MX_UREQ_RUNNING && u->curl_paused && !u->consumer_paused) {
             u->curl_paused = false;
@@ -883,7 +734,7 @@ static void on_kick(struct ev_loop *loop, ev_prepare *w, int revents)
 
 /* ---- easy handle callbacks: none of them touches the multi handle ---- */
 
-static void head_reset(struct mx_ureq *u)
+void mx_uc_head_reset(struct mx_ureq *u)
 {
     mx_buf_reset(&u->head);
     u->pos_cnt = 0;
@@ -926,10 +777,15 @@ static int head_add(struct mx_ureq *u, struct mx_str line)
     const char *colon = memchr(line.p, ':', line.len);
     if (!colon || colon == line.p)
         return 0; /* not a field line; libcurl let it through, we drop it */
+    struct mx_str name = mx_str_make(line.p, (size_t)(colon - line.p));
+    return mx_uc_head_field(u, name, mx_str_make(colon + 1, line.len - name.len - 1));
+}
+
+int mx_uc_head_field(struct mx_ureq *u, struct mx_str name, struct mx_str value)
+{
     if (u->pos_cnt == HEAD_MAX_HEADERS)
         return MX_ELIMIT;
-    struct mx_str name = mx_str_make(line.p, (size_t)(colon - line.p));
-    struct mx_str value = mx_str_trim(mx_str_make(colon + 1, line.len - name.len - 1));
+    value = mx_str_trim(value);
     /* libcurl ends a line at LF only: a bare CR (or another control byte)
      * stays in the value, and relayed it would write header lines of the
      * upstream's choosing to our client. The whole answer is refused. */
@@ -949,7 +805,7 @@ static int head_add(struct mx_ureq *u, struct mx_str line)
 }
 
 /* Call on_head with slices into u->head; they die when it returns. */
-static void deliver_head(struct mx_ureq *u)
+void mx_uc_deliver_head(struct mx_ureq *u)
 {
     u->head_done = true;
     if (u->stream && u->pool && !u->held && u->status >= 200 && u->status < 300) {
@@ -957,7 +813,7 @@ static void deliver_head(struct mx_ureq *u)
         u->held = true;
         u->pool->busy--;
         u->pool->streams++;
-        pool_check(u->pool);
+        mx_uc_pool_check(u->pool);
     }
     struct mx_header *hdrs = NULL;
     if (u->pos_cnt)
@@ -994,7 +850,7 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *userp)
 
     if (line.len >= 5 && memcmp(line.p, "HTTP/", 5) == 0) {
         /* Each response (1xx or final) restarts the collection. */
-        head_reset(u);
+        mx_uc_head_reset(u);
         long status = parse_status_line(line);
         if (status < 0)
             return 0;
@@ -1007,10 +863,10 @@ static size_t header_cb(char *p, size_t size, size_t nmemb, void *userp)
     if (line.len == 0) {
         if (u->status < 200) {
             /* RFC 9110 §15.2: a 1xx is interim; the final answer follows. */
-            head_reset(u);
+            mx_uc_head_reset(u);
             return len;
         }
-        deliver_head(u);
+        mx_uc_deliver_head(u);
         return u->state == MX_UREQ_RUNNING ? len : 0;
     }
     int rc = head_add(u, line);
@@ -1052,7 +908,7 @@ static size_t write_cb(char *p, size_t size, size_t nmemb, void *userp)
     if (!u->head_done) {
         /* libcurl ends every head with the blank line first; a body without
          * one (HTTP/0.9 is refused by default) would land here. */
-        deliver_head(u);
+        mx_uc_deliver_head(u);
         if (u->state != MX_UREQ_RUNNING)
             return 0;
     }
@@ -1136,6 +992,7 @@ struct mx_uclient *mx_uclient_new(struct ev_loop *loop)
     link_init(&c->socks);
     c->ctx.c = c;
     link_init(&c->pools);
+    link_init(&c->h1_idle);
     ev_init(&c->timer, on_timer);
     ev_prepare_init(&c->kick, on_kick);
     c->multi = curl_multi_init();
@@ -1180,10 +1037,11 @@ void mx_uclient_free(struct mx_uclient *c)
     MX_ASSERT(c->in_curl == 0 && c->in_done == 0);
     while (!link_empty(&c->reqs)) {
         struct mx_ureq *u = mx_container_of(c->reqs.next, struct mx_ureq, node);
-        if (u->state == MX_UREQ_RUNNING || u->state == MX_UREQ_CANCELLED)
+        if (u->easy && (u->state == MX_UREQ_RUNNING || u->state == MX_UREQ_CANCELLED))
             curl_multi_remove_handle(c->multi, u->easy);
-        ureq_free(u);
+        mx_uc_ureq_free(u);
     }
+    mx_uc_h1_close_idle(c, NULL);
     c->zombies = 0;
     while (!link_empty(&c->pools)) {
         struct mx_upool *p = mx_container_of(c->pools.next, struct mx_upool, node);
@@ -1192,6 +1050,7 @@ void mx_uclient_free(struct mx_uclient *c)
     }
     while (c->spare_cnt > 0)
         curl_easy_cleanup(c->spare[--c->spare_cnt]);
+    free(c->h1_rbuf);
     /* Closing the cached connections may still call sock_cb (REMOVE). */
     curl_multi_cleanup(c->multi);
     while (!link_empty(&c->socks))
@@ -1210,6 +1069,11 @@ size_t mx_uclient_active(const struct mx_uclient *c)
 size_t mx_uclient_spare(const struct mx_uclient *c)
 {
     return c ? c->spare_cnt : 0;
+}
+
+void mx_uclient_own_h1(struct mx_uclient *c, bool on)
+{
+    c->h1_off = !on;
 }
 
 static bool has_prefix_ci(const char *s, const char *prefix)
@@ -1345,14 +1209,20 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
         return err;
 
     bool has_body = opts->body_len > 0 || strcmp(opts->method, "POST") == 0;
+    bool own = !c->h1_off && mx_uc_h1_wants(opts->url);
     const char *extra[2];
-    size_t extra_cnt = extra_headers(opts, has_body, extra);
-    size_t cnt = opts->header_cnt + extra_cnt;
-    size_t hdrs_size = cnt * sizeof(struct curl_slist);
-    for (size_t i = 0; i < opts->header_cnt; i++)
-        hdrs_size += strlen(opts->headers[i]) + 1;
-    for (size_t i = 0; i < extra_cnt; i++)
-        hdrs_size += strlen(extra[i]) + 1;
+    size_t extra_cnt = 0, cnt = 0, hdrs_size = 0;
+    if (own) {
+        hdrs_size = mx_uc_h1_size(opts);
+    } else {
+        extra_cnt = extra_headers(opts, has_body, extra);
+        cnt = opts->header_cnt + extra_cnt;
+        hdrs_size = cnt * sizeof(struct curl_slist);
+        for (size_t i = 0; i < opts->header_cnt; i++)
+            hdrs_size += strlen(opts->headers[i]) + 1;
+        for (size_t i = 0; i < extra_cnt; i++)
+            hdrs_size += strlen(extra[i]) + 1;
+    }
     if (opts->body_len > SIZE_MAX - sizeof(struct mx_ureq) - hdrs_size)
         return MX_EINVAL;
     struct mx_ureq *u = mx_xmalloc(sizeof(*u) + hdrs_size + opts->body_len);
@@ -1367,14 +1237,18 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
     u->may_repeat = opts->may_repeat;
     u->has_body = has_body;
     u->hdrs_size = hdrs_size;
-    char *text = (char *)(u->lines + cnt);
-    text = copy_lines(u->lines, opts->headers, opts->header_cnt, text);
-    text = copy_lines(u->lines + opts->header_cnt, extra, extra_cnt, text);
-    if (cnt) {
-        u->lines[cnt - 1].next = NULL;
-        u->hdrs = u->lines;
-    }
     u->body_len = opts->body_len;
+    char *text = (char *)(u->lines + cnt);
+    if (!own) {
+        text = copy_lines(u->lines, opts->headers, opts->header_cnt, text);
+        text = copy_lines(u->lines + opts->header_cnt, extra, extra_cnt, text);
+        if (cnt) {
+            u->lines[cnt - 1].next = NULL;
+            u->hdrs = u->lines;
+        }
+    } else {
+        text += hdrs_size; /* the engine's request and head bytes come first */
+    }
     if (opts->body_len) {
         u->body = text;
         memcpy(u->body, opts->body, opts->body_len);
@@ -1382,19 +1256,25 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
     mx_buf_init(&u->head, HEAD_MAX_BYTES);
     link_add_tail(&c->reqs, &u->node);
     c->active++;
-
-    u->easy = easy_get(c);
-    if (!u->easy) {
-        err = MX_EUPSTREAM;
-        goto fail;
-    }
-    CURLcode rc = setup_easy(u, opts);
-    if (rc != CURLE_OK) {
-        mx_log_debug(SUBSYS, "curl_easy_setopt: %s", curl_easy_strerror(rc));
-        err = MX_EUPSTREAM;
-        goto fail;
-    }
     u->stream = opts->stream;
+
+    if (own) {
+        err = mx_uc_h1_setup(u, opts, (char *)u->lines);
+        if (err)
+            goto fail;
+    } else {
+        u->easy = easy_get(c);
+        if (!u->easy) {
+            err = MX_EUPSTREAM;
+            goto fail;
+        }
+        CURLcode rc = setup_easy(u, opts);
+        if (rc != CURLE_OK) {
+            mx_log_debug(SUBSYS, "curl_easy_setopt: %s", curl_easy_strerror(rc));
+            err = MX_EUPSTREAM;
+            goto fail;
+        }
+    }
     if (opts->pool) {
         err = pool_join(u, opts->pool);
         if (err)
@@ -1402,11 +1282,11 @@ int mx_ureq_start(struct mx_uclient *c, const struct mx_ureq_opts *opts,
     }
     /* Added to the multi handle from on_kick: libcurl refuses that from
      * inside its callbacks, and no callback may run from in here. */
-    schedule(u);
+    mx_uc_schedule(u);
     *out = u;
     return 0;
 fail:
-    ureq_free(u);
+    mx_uc_ureq_free(u);
     return err;
 }
 
@@ -1417,17 +1297,21 @@ void mx_ureq_cancel(struct mx_ureq *u)
     struct mx_uclient *c = u->c;
     switch (u->state) {
     case MX_UREQ_PENDING:
-        ureq_free(u);
+        mx_uc_ureq_free(u);
         return;
     case MX_UREQ_RUNNING:
+        if (u->h1) {
+            mx_uc_h1_cancel(u);
+            return;
+        }
         if (c->in_curl == 0) {
             curl_multi_remove_handle(c->multi, u->easy);
-            ureq_free(u);
+            mx_uc_ureq_free(u);
             return;
         }
         /* Inside a curl callback: the callbacks see the state and stop
          * libcurl; settle() removes the handle once libcurl returned. */
-        set_state(u, MX_UREQ_CANCELLED);
+        mx_uc_set_state(u, MX_UREQ_CANCELLED);
         c->zombies++;
         return;
     case MX_UREQ_CANCELLED:
@@ -1444,6 +1328,6 @@ void mx_ureq_resume(struct mx_ureq *u)
     u->consumer_paused = false;
     /* If libcurl holds bytes, unpausing hands them to on_data at once: do
      * it from on_kick, not from inside the caller's stack. */
-    if (u->curl_paused)
-        schedule(u);
+    if (u->curl_paused || u->h1)
+        mx_uc_schedule(u);
 }

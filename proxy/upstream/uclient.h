@@ -117,6 +117,13 @@ void mx_ureq_resume(struct mx_ureq *u);
 size_t mx_uclient_active(const struct mx_uclient *c);
 /* Finished easy handles kept for reuse (for tests). */
 size_t mx_uclient_spare(const struct mx_uclient *c);
+/*
+ * Plain http:// to an IP literal (or localhost) goes through mcplex's own
+ * HTTP/1.1 client (keep-alive connections, one sendmsg per request, no
+ * liveness check before reuse); everything else, and everything after
+ * mx_uclient_own_h1(c, false), through libcurl. Both keep this contract.
+ */
+void mx_uclient_own_h1(struct mx_uclient *c, bool on);
 
 /*
  * A pool: the connections of one upstream, kept apart from every other's (a

@@ -55,6 +55,10 @@ enum srv_mode {
     SRV_REDIRECT,    /* 302 to another path */
     SRV_EARLY_HINTS, /* 103 with a Link header, then 200 */
     SRV_BAD_REQUEST, /* any first bytes (a TLS hello too): 400, then close */
+    SRV_TO_CLOSE,    /* 200 without a length: the body ends with the close */
+    SRV_EXTRA,       /* 200, then bytes no request asked for */
+    SRV_CTL_VALUE,   /* a header value with a control byte in it */
+    SRV_HUGE_HEAD,   /* a response head over 64 KiB */
 };
 
 struct srv;
@@ -246,6 +250,28 @@ static bool respond(struct sconn *sc)
         break;
     case SRV_BAD_REQUEST:
         break; /* answered on its first bytes (on_sconn_read) */
+    case SRV_TO_CLOSE:
+        sconn_queue_str(sc, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end");
+        sc->close_after_write = true;
+        break;
+    case SRV_EXTRA:
+        answer_json(sc);
+        sconn_queue_str(sc, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        break;
+    case SRV_CTL_VALUE:
+        sconn_queue_str(sc, "HTTP/1.1 200 OK\r\nX-Evil: a\x01b\r\nContent-Length: 2\r\n\r\nok");
+        break;
+    case SRV_HUGE_HEAD: {
+        sconn_queue_str(sc, "HTTP/1.1 200 OK\r\n");
+        char line[1100];
+        memset(line, 'v', sizeof(line));
+        memcpy(line, "X-Big: ", 7);
+        memcpy(line + sizeof(line) - 2, "\r\n", 2);
+        for (int i = 0; i < 70; i++)
+            sconn_queue(sc, line, sizeof(line));
+        sconn_queue_str(sc, "Content-Length: 2\r\n\r\nok");
+        break;
+    }
     }
     return true;
 }
@@ -612,6 +638,15 @@ static int setup(void **state)
         return -1;
     *state = t;
     return 0;
+}
+
+/* The same client with plain HTTP/1.1 through libcurl too. */
+static int setup_curl(void **state)
+{
+    int rc = setup(state);
+    if (rc == 0)
+        mx_uclient_own_h1(((struct tc *)*state)->c, false);
+    return rc;
 }
 
 static int teardown(void **state)
@@ -1544,16 +1579,111 @@ static void test_uclient_secret_not_logged(void **state)
     }
 }
 
+/* One POST to a new responder in |mode|, run to its end; |r| holds it. */
+static struct srv *post_once(struct tc *t, enum srv_mode mode, struct rsp *r)
+{
+    struct srv *s = t->srv[0] = srv_new(t->loop, mode);
+    char *url = url_of(s, "/mcp");
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    rsp_init(r, t);
+    start(t, &o, r);
+    assert_true(run_until(t, &r->done));
+    free(url);
+    return s;
+}
+
+/* An answer whose end is the close: the whole body, then success. */
+static void test_uclient_body_to_close(void **state)
+{
+    struct rsp r;
+    post_once(*state, SRV_TO_CLOSE, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(mx_buf_len(&r.body), strlen("until the end"));
+    assert_memory_equal(mx_buf_data(&r.body), "until the end", strlen("until the end"));
+    rsp_clear(&r);
+}
+
+/* Bytes after the answer that no request asked for: the answer stands, the
+ * connection is not used again. */
+static void test_uclient_extra_bytes_not_reused(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_EXTRA);
+    char *url = url_of(s, "/mcp");
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    struct rsp r1, r2;
+    rsp_init(&r1, t);
+    rsp_init(&r2, t);
+    start(t, &o, &r1);
+    assert_true(run_until(t, &r1.done));
+    assert_int_equal(r1.err, 0);
+    assert_int_equal(mx_buf_len(&r1.body), strlen(json_body));
+    run_for(t, 0.05);
+    start(t, &o, &r2);
+    assert_true(run_until(t, &r2.done));
+    assert_int_equal(r2.err, 0);
+    assert_false(r2.info.reused);
+    assert_int_equal(s->accepted, 2);
+    rsp_clear(&r1);
+    rsp_clear(&r2);
+    free(url);
+}
+
+/* A control byte in a header value: the answer is refused before on_head. */
+static void test_uclient_control_byte_refused(void **state)
+{
+    struct rsp r;
+    post_once(*state, SRV_CTL_VALUE, &r);
+    assert_int_equal(r.err, MX_EPROTO);
+    assert_int_equal(r.heads + r.datas, 0);
+    rsp_clear(&r);
+}
+
+/* A head past the cap: refused, nothing delivered. */
+static void test_uclient_huge_head_refused(void **state)
+{
+    struct rsp r;
+    post_once(*state, SRV_HUGE_HEAD, &r);
+    assert_true(r.err == MX_EUPSTREAM || r.err == MX_ECLOSED);
+    assert_int_equal(r.heads + r.datas, 0);
+    rsp_clear(&r);
+}
+
+/* localhost: the engine tries 127.0.0.1 first. */
+static void test_uclient_localhost(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_JSON);
+    char *url = mx_xasprintf("http://localhost:%d/mcp?x=1", s->port);
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    struct rsp r;
+    rsp_init(&r, t);
+    start(t, &o, &r);
+    assert_true(run_until(t, &r.done));
+    assert_int_equal(r.err, 0);
+    char host[64];
+    snprintf(host, sizeof(host), "Host: localhost:%d", s->port);
+    assert_true(srv_head_has(s, host));
+    assert_memory_equal(mx_buf_data(&s->head), "POST /mcp?x=1 HTTP/1.1\r\n", 24);
+    rsp_clear(&r);
+    free(url);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    /* every test against the engine of its own (plain http to an IP literal),
+     * then against libcurl, which carries https and every other URL */
+    const struct CMUnitTest own[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
         T(test_uclient_post_json),
         T(test_uclient_sends_headers_exactly),
         T(test_uclient_default_content_type_removed),
         T(test_uclient_streams_chunks),
         T(test_uclient_refused),
-        T(test_uclient_tls_cause),
         T(test_uclient_drop_fresh_not_resent),
         T(test_uclient_reused_post_not_resent),
         T(test_uclient_reused_post_resent_when_allowed),
@@ -1561,8 +1691,6 @@ int main(void)
         T(test_uclient_reused_delete_resent_when_allowed),
         T(test_uclient_idle_close_uses_new_connection),
         T(test_uclient_reuses_connection),
-        T(test_uclient_reuses_easy_handle),
-        T(test_uclient_reused_handle_forgets_request),
         T(test_uclient_idle_pool_closes_after_reuse),
         T(test_uclient_timeout),
         T(test_uclient_cancel_in_on_data),
@@ -1577,7 +1705,52 @@ int main(void)
         T(test_uclient_free_cancels_all),
         T(test_uclient_bad_opts),
         T(test_uclient_secret_not_logged),
+        T(test_uclient_body_to_close),
+        T(test_uclient_extra_bytes_not_reused),
+        T(test_uclient_control_byte_refused),
+        T(test_uclient_huge_head_refused),
+        T(test_uclient_localhost),
 #undef T
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    const struct CMUnitTest curl[] = {
+#define C(fn) cmocka_unit_test_setup_teardown(fn, setup_curl, teardown)
+        C(test_uclient_post_json),
+        C(test_uclient_sends_headers_exactly),
+        C(test_uclient_default_content_type_removed),
+        C(test_uclient_streams_chunks),
+        C(test_uclient_refused),
+        C(test_uclient_tls_cause),
+        C(test_uclient_drop_fresh_not_resent),
+        C(test_uclient_reused_post_not_resent),
+        C(test_uclient_reused_post_resent_when_allowed),
+        C(test_uclient_reused_delete_not_resent),
+        C(test_uclient_reused_delete_resent_when_allowed),
+        C(test_uclient_idle_close_uses_new_connection),
+        C(test_uclient_reuses_connection),
+        C(test_uclient_reuses_easy_handle),
+        C(test_uclient_reused_handle_forgets_request),
+        C(test_uclient_idle_pool_closes_after_reuse),
+        C(test_uclient_timeout),
+        C(test_uclient_cancel_in_on_data),
+        C(test_uclient_cancel_in_on_head),
+        C(test_uclient_cancel_before_start),
+        C(test_uclient_cancel_other_in_callback),
+        C(test_uclient_start_in_callback),
+        C(test_uclient_pause_resume),
+        C(test_uclient_concurrent),
+        C(test_uclient_no_redirect),
+        C(test_uclient_skips_interim_heads),
+        C(test_uclient_free_cancels_all),
+        C(test_uclient_bad_opts),
+        C(test_uclient_secret_not_logged),
+        C(test_uclient_body_to_close),
+        C(test_uclient_extra_bytes_not_reused),
+        C(test_uclient_control_byte_refused),
+        C(test_uclient_huge_head_refused),
+        C(test_uclient_localhost),
+#undef C
+    };
+    int failed =
+        cmocka_run_group_tests_name("own HTTP/1.1 engine", own, group_setup, group_teardown);
+    return failed + cmocka_run_group_tests_name("libcurl", curl, group_setup, group_teardown);
 }
