@@ -5,8 +5,9 @@
  * legacy HTTP+SSE stream and its POSTs). It owns what such a session is
  * whatever the channel: its states and their log lines, its refs, the timer
  * that starts its work from the loop, the bound on starting, initialize and
- * initialized, the backoff after failed starts, a channel that ends under a
- * ready session, the dispatch of what the upstream sends (answers, its
+ * initialized (or server/discover first, for a transport that asks it),
+ * the backoff after failed starts, a channel that ends under a ready
+ * session, the dispatch of what the upstream sends (answers, its
  * requests, notifications, batches), and the close, request and send ops of
  * upsess_int.h. Each transport fills one struct mx_upchan_ops with what is
  * its own: opening the channel, writing one message, ending it, and the few
@@ -14,6 +15,10 @@
  *
  *   idle --a request waits--> opening (a transport that has one) --> init
  *        (initialize sent) --answer + initialized--> ready
+ *   init (server/discover sent, ops->discover) --a result listing
+ *        2026-07-28--> ready (modern: no initialize, each request carries
+ *        the 2026-07-28 _meta); --an error answer, or no answer by the
+ *        first bound--> initialize, as above
  *   opening, init --failure, no answer in time--> idle (waiting requests
  *        fail; the next start waits out a backoff)
  *   ready --the channel ends--> idle (sent requests fail, waiting ones start
@@ -81,6 +86,9 @@ struct mx_upchan_ops {
      * transport calls mx_upchan_ready once the upstream accepted it.
      */
     bool ready_on_write;
+    /* Ask server/discover before initialize (mx_upchan_send_first): the
+     * upstream may speak only MCP 2026-07-28. */
+    bool discover;
     /* Open a channel: idle, requests wait, conn and started_at are new. It
      * sets the state, arms the bound (mx_upchan_wait_init) or calls
      * mx_upchan_start_failed. */
@@ -128,6 +136,9 @@ struct mx_upchan {
     enum mx_upchan_state state;
     uint64_t conn;        /* channels started so far; the current one's number */
     json_t *init_ids;     /* ids of the initialize requests written, unanswered */
+    json_t *discover_ids; /* ids of the server/discover requests written, unanswered */
+    bool discovering;     /* the start waits for server/discover, no initialize yet */
+    bool modern;          /* the channel speaks MCP 2026-07-28: stateless requests */
     ev_timer kick;        /* starts and launches from the loop, never from a caller's call */
     ev_timer init_wait;   /* bounds starting (ops->init_wait) */
     ev_tstamp started_at; /* the current channel started */
@@ -161,6 +172,22 @@ void mx_upchan_wait_init(struct mx_upchan *c, double after_s);
 /* Write initialize with id "mcplex-init-<n>", offering the session's
  * capabilities, and expect its answer: returns what ops->write returned. */
 int mx_upchan_send_initialize(struct mx_upchan *c, unsigned long long n);
+
+/* The first message of a start: server/discover when the transport asks
+ * it (ops->discover) and the upstream is not known to speak only 2025
+ * sessions, else initialize. Returns what ops->write returned. */
+int mx_upchan_send_first(struct mx_upchan *c);
+
+/* No answer yet to what mx_upchan_send_first wrote, by the first bound:
+ * initialize (again). A server/discover left unanswered counts as "not
+ * 2026-07-28" for this start, though a late answer listing it still makes
+ * the session modern. Returns what ops->write returned. */
+int mx_upchan_send_again(struct mx_upchan *c);
+
+/* The message to write for the request |r| (new reference): with the
+ * 2026-07-28 _meta on a modern channel (up2026.h), else without the keys
+ * only 2026-07-28 has. */
+json_t *mx_upchan_shape(const struct mx_upchan *c, const struct mx_upmsg_rpc *r);
 
 /* Initialized was taken: the session is ready; waiting requests go and
  * on_ready runs. */

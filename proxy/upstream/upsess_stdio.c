@@ -6,11 +6,16 @@
  * 2025-06-18, Transports, stdio). Callers use the mx_upsess_* functions
  * unchanged. Semantics, beyond upsess.h:
  * - the process starts at the first request (or connect-only request) and
- *   requests wait, in order, while it starts; initialize goes first, is
- *   sent again when the process has not answered within a bound (an
- *   installer such as `npx -y pkg` may take long and may re-exec, losing
- *   the first line), and nothing else is written before the answer and
- *   notifications/initialized;
+ *   requests wait, in order, while it starts; server/discover goes first
+ *   (upchan.h): a server that lists 2026-07-28 gets stateless requests
+ *   with the 2026-07-28 _meta and no initialize; one that answers with an
+ *   error, or not within the first bound, gets initialize, sent again when
+ *   the process has not answered within a bound (an installer such as
+ *   `npx -y pkg` may take long and may re-exec, losing the first line),
+ *   and nothing else is written before the answer and
+ *   notifications/initialized; an initialize refused by a server that
+ *   lists 2026-07-28 (its server/discover was lost) asks server/discover
+ *   once more;
  * - a process that exits fails the requests written to it (their outcome
  *   is unknown; never re-sent), keeps the ones not yet written waiting, and
  *   is started again for them (or the next request), after a backoff when
@@ -110,7 +115,9 @@ static bool stdio_launch(struct mx_upchan *c, struct mx_upmsg_rpc *r)
     struct mx_upfail f;
     if (mx_child_queued(s->child) > IN_HIGH)
         return false; /* on_drain goes on */
-    int rc = write_msg(s, r->msg);
+    json_t *msg = mx_upchan_shape(c, r);
+    int rc = write_msg(s, msg);
+    json_decref(msg);
     if (rc == 0) {
         r->sent = true;
         r->key = c->base.key;
@@ -169,11 +176,6 @@ static void stdio_end(struct mx_upchan *c)
     s->pid = 0;
 }
 
-static void send_initialize(struct ss *s)
-{
-    mx_upchan_send_initialize(&s->c, json_array_size(s->c.init_ids) + 1);
-}
-
 static void stdio_start(struct mx_upchan *c)
 {
     struct ss *s = SS(c);
@@ -210,9 +212,10 @@ static void stdio_start(struct mx_upchan *c)
     s->pid = mx_child_pid(s->child);
     mx_upchan_set_state(c, MX_UPCHAN_INIT);
     mx_log_info(SUBSYS, "up:%s started %s (pid %d)", name(s), cfg->command.v[0], (int)s->pid);
-    /* MCP 2025-06-18, Lifecycle: initialize first; it waits in the pipe
-     * while the process starts */
-    send_initialize(s);
+    /* MCP 2026-07-28, Lifecycle: server/discover first, then (for a 2025
+     * server) initialize; either waits in the pipe while the process
+     * starts */
+    mx_upchan_send_first(c);
     s->resend_s = INIT_RESEND_S;
     mx_upchan_wait_init(c, s->resend_s);
 }
@@ -234,10 +237,12 @@ static bool stdio_init_wait(struct mx_upchan *c, struct mx_upfail *f)
         return true;
     }
     /* Safe to repeat (initialize changes nothing but the session), and the
-     * first may be lost: an installer that re-execs can swallow it. */
-    mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again", name(s),
-                waited);
-    send_initialize(s);
+     * first may be lost: an installer that re-execs can swallow it. A
+     * server/discover left unanswered this long is taken for "2025 only". */
+    if (!c->discovering)
+        mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again",
+                    name(s), waited);
+    mx_upchan_send_again(c);
     s->resend_s = s->resend_s * 2 > INIT_RESEND_MAX ? INIT_RESEND_MAX : s->resend_s * 2;
     double next = s->resend_s;
     if (waited + next > limit)
@@ -344,6 +349,7 @@ static const struct mx_upchan_ops chan_ops = {
     .next_key = &next_key,
     .lost_then = "it starts again at the next request",
     .ready_on_write = true,
+    .discover = true,
     .start = stdio_start,
     .write = stdio_write,
     .launch = stdio_launch,
@@ -369,7 +375,7 @@ static struct mx_upsess *stdio_open(struct mx_upsess_env *env, const json_t *cap
 const struct mx_upsess_ops mx_upsess_stdio_ops = {
     .label = "stdio",
     .subsys = SUBSYS,
-    .caps = 0,
+    .caps = MX_UPSESS_CAP_META_LOG_LEVEL,
     .open = stdio_open,
     .close = mx_upchan_close,
     .request = mx_upchan_request,
