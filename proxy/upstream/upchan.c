@@ -15,6 +15,7 @@
 #include "err.h"
 #include "log.h"
 #include "rand.h"
+#include "revision.h"
 #include "rpc.h"
 #include "up2026.h"
 #include "upchan.h"
@@ -221,21 +222,12 @@ static int send_discover(struct mx_upchan *c)
     return write_opening(c, mx_up26_discover(id, c->base.caps), id, c->discover_ids);
 }
 
-int mx_upchan_send_first(struct mx_upchan *c)
-{
-    if (c->ops->discover && c->base.env->era != MX_UPSESS_ERA_LEGACY) {
-        c->discovering = true;
-        return send_discover(c);
-    }
-    return mx_upchan_send_initialize(c, json_array_size(c->init_ids) + 1);
-}
-
 int mx_upchan_send_again(struct mx_upchan *c)
 {
     if (c->discovering) {
         c->discovering = false;
         mx_log_info(c->ops->subsys,
-                    "up:%s has not answered server/discover after %.0f s; trying initialize",
+                    "up:%s has not answered server/discover after %.0f s; sending initialize again",
                     name(c), ev_now(c->base.env->loop) - c->started_at);
     }
     return mx_upchan_send_initialize(c, json_array_size(c->init_ids) + 1);
@@ -268,48 +260,31 @@ static bool is_discover_answer(const struct mx_upchan *c, const json_t *id)
     return c->state == MX_UPCHAN_INIT && has_id(c->discover_ids, id);
 }
 
-/* The answer to server/discover (MCP 2026-07-28, Lifecycle): a result
- * listing 2026-07-28 makes the session modern and ready at once (no
- * initialize, no initialized); an error (a 2025 server knows no such
- * method) or another result goes on with initialize. */
+/* The answer to the server/discover asked after a refused initialize (MCP
+ * 2026-07-28, Lifecycle): a result listing 2026-07-28 makes the session
+ * modern and ready at once (no initialize, no initialized); anything else
+ * contradicts the refusal, and the start fails saying so. */
 static void discover_answered(struct mx_upchan *c, json_t *msg)
 {
     struct mx_upfail f;
-    enum mx_up26_verdict v = mx_up26_verdict(200, msg);
     json_array_clear(c->discover_ids);
     c->discovering = false;
-    if (v != MX_UP26_MODERN && v != MX_UP26_LEGACY) {
+    if (mx_up26_verdict(200, msg) != MX_UP26_MODERN) {
         mx_upmsg_fail(c->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
-                      "broke the protocol: it refused MCP %s in server/discover yet lists it",
-                      MX_UP26_VERSION);
+                      "broke the protocol: it refused initialize naming MCP %s as the version it "
+                      "supports, yet its server/discover answer does not list %s; check that the "
+                      "command starts the MCP server meant",
+                      MX_UP26_VERSION, MX_UP26_VERSION);
         mx_upchan_start_failed(c, &f);
         return;
     }
-    enum mx_upsess_era era = v == MX_UP26_MODERN ? MX_UPSESS_ERA_MODERN : MX_UPSESS_ERA_LEGACY;
-    if (c->base.env->era != era) {
-        json_t *code = json_object_get(json_object_get(msg, "error"), "code");
-        if (era == MX_UPSESS_ERA_MODERN)
-            mx_log_info(c->ops->subsys, "up:%s speaks MCP %s: stateless requests, no session",
-                        name(c), MX_UP26_VERSION);
-        else if (json_is_integer(code))
-            mx_log_info(c->ops->subsys,
-                        "up:%s does not speak MCP %s (server/discover: error %" JSON_INTEGER_FORMAT
-                        "); using 2025 sessions",
-                        name(c), MX_UP26_VERSION, json_integer_value(code));
-        else
-            mx_log_info(c->ops->subsys,
-                        "up:%s does not speak MCP %s (server/discover does not list it); "
-                        "using 2025 sessions",
-                        name(c), MX_UP26_VERSION);
-        c->base.env->era = era;
-    }
-    if (era == MX_UPSESS_ERA_LEGACY) {
-        if (json_array_size(c->init_ids) == 0)
-            mx_upchan_send_initialize(c, 1);
-        return;
-    }
+    if (c->base.env->era != MX_UPSESS_ERA_MODERN)
+        mx_log_info(c->ops->subsys, "up:%s speaks MCP %s: stateless requests, no session", name(c),
+                    MX_UP26_VERSION);
+    c->base.env->era = MX_UPSESS_ERA_MODERN;
     c->modern = true;
-    /* an initialize sent while discover was late is answered to nobody */
+    /* initializes sent again while discover was on its way are answered to
+     * nobody */
     json_array_clear(c->init_ids);
     json_decref(c->base.init_result);
     c->base.init_result = mx_up26_init_result(json_object_get(msg, "result"));
@@ -332,21 +307,39 @@ static bool input_required(struct mx_upchan *c, struct mx_upmsg_rpc *r, json_t *
     return true;
 }
 
+/* MCP 2026-07-28, Versioning: the initialize was refused with an
+ * unsupported-version error (-32022) whose data.supported names 2026-07-28,
+ * which is how a server that speaks only 2026-07-28 answers a 2025 client
+ * (the TypeScript SDK v2's, for one): this start goes on with
+ * server/discover. Any other refusal is no such evidence. Returns true when
+ * |msg| was that refusal. */
+static bool refused_for_2026(struct mx_upchan *c, json_t *msg)
+{
+    if (!c->ops->discover || mx_up26_verdict(200, msg) != MX_UP26_RETRY)
+        return false;
+    if (c->discovering)
+        return true; /* a repeated initialize refused: one discover is on its way */
+    if (c->base.env->era != MX_UPSESS_ERA_MODERN)
+        mx_log_info(c->ops->subsys,
+                    "up:%s refused initialize and named MCP %s (error %d); asking "
+                    "server/discover",
+                    name(c), MX_UP26_VERSION, MX_REV_UNSUPPORTED_VERSION);
+    c->discovering = true;
+    send_discover(c);
+    return true;
+}
+
 static void init_answered(struct mx_upchan *c, json_t *msg)
 {
     struct mx_upfail f;
-    if (c->ops->discover && json_array_size(c->discover_ids) < 2 &&
-        mx_up26_verdict(200, msg) == MX_UP26_RETRY) {
-        /* MCP 2026-07-28, Versioning: it refused initialize and lists
-         * 2026-07-28; its server/discover was lost (an installer swallowed
-         * it): ask once more */
-        send_discover(c);
+    if (refused_for_2026(c, msg))
         return;
-    }
     if (!mx_upmsg_init_ok(c->cfg, msg, &f)) {
         mx_upchan_start_failed(c, &f);
         return;
     }
+    if (c->ops->discover)
+        c->base.env->era = MX_UPSESS_ERA_LEGACY;
     json_decref(c->base.init_result);
     c->base.init_result = json_incref(json_object_get(msg, "result"));
     json_array_clear(c->init_ids);
@@ -403,9 +396,6 @@ void mx_upchan_start_failed(struct mx_upchan *c, const struct mx_upfail *f)
         return;
     mx_upchan_ref(c);
     mx_upchan_end(c);
-    /* the next start asks again: the command may be another server now */
-    if (c->ops->discover)
-        c->base.env->era = MX_UPSESS_ERA_UNKNOWN;
     c->ops->failed(c, f, backoff(c));
     mx_upmsg_fail_all(&c->q, false, f);
     /* requests made by those callbacks wait for the next attempt */

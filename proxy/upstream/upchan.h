@@ -5,20 +5,22 @@
  * legacy HTTP+SSE stream and its POSTs). It owns what such a session is
  * whatever the channel: its states and their log lines, its refs, the timer
  * that starts its work from the loop, the bound on starting, initialize and
- * initialized (or server/discover first, for a transport that asks it),
- * the backoff after failed starts, a channel that ends under a ready
- * session, the dispatch of what the upstream sends (answers, its
- * requests, notifications, batches), and the close, request and send ops of
- * upsess_int.h. Each transport fills one struct mx_upchan_ops with what is
- * its own: opening the channel, writing one message, ending it, and the few
- * log lines that name it. The request table is upmsg.c's.
+ * initialized (and server/discover after an initialize refused for
+ * 2026-07-28, for a transport that asks it), the backoff after failed
+ * starts, a channel that ends under a ready session, the dispatch of what
+ * the upstream sends (answers, its requests, notifications, batches), and
+ * the close, request and send ops of upsess_int.h. Each transport fills one
+ * struct mx_upchan_ops with what is its own: opening the channel, writing
+ * one message, ending it, and the few log lines that name it. The request
+ * table is upmsg.c's.
  *
  *   idle --a request waits--> opening (a transport that has one) --> init
  *        (initialize sent) --answer + initialized--> ready
- *   init (server/discover sent, ops->discover) --a result listing
- *        2026-07-28--> ready (modern: no initialize, each request carries
- *        the 2026-07-28 _meta); --an error answer, or no answer by the
- *        first bound--> initialize, as above
+ *   init --initialize refused with -32022 naming 2026-07-28
+ *        (ops->discover)--> init (server/discover sent) --a result listing
+ *        2026-07-28--> ready (modern: no initialized, each request carries
+ *        the 2026-07-28 _meta); --another answer--> idle (failure);
+ *        --no answer by the next bound--> initialize again
  *   opening, init --failure, no answer in time--> idle (waiting requests
  *        fail; the next start waits out a backoff)
  *   ready --the channel ends--> idle (sent requests fail, waiting ones start
@@ -86,8 +88,10 @@ struct mx_upchan_ops {
      * transport calls mx_upchan_ready once the upstream accepted it.
      */
     bool ready_on_write;
-    /* Ask server/discover before initialize (mx_upchan_send_first): the
-     * upstream may speak only MCP 2026-07-28. */
+    /* An initialize refused the way a server that speaks only MCP
+     * 2026-07-28 refuses it (-32022, data.supported naming it) goes on with
+     * server/discover and, when that lists 2026-07-28, stateless requests.
+     * A 2025 server never sees a server/discover. */
     bool discover;
     /* Open a channel: idle, requests wait, conn and started_at are new. It
      * sets the state, arms the bound (mx_upchan_wait_init) or calls
@@ -173,15 +177,11 @@ void mx_upchan_wait_init(struct mx_upchan *c, double after_s);
  * capabilities, and expect its answer: returns what ops->write returned. */
 int mx_upchan_send_initialize(struct mx_upchan *c, unsigned long long n);
 
-/* The first message of a start: server/discover when the transport asks
- * it (ops->discover) and the upstream is not known to speak only 2025
- * sessions, else initialize. Returns what ops->write returned. */
-int mx_upchan_send_first(struct mx_upchan *c);
-
-/* No answer yet to what mx_upchan_send_first wrote, by the first bound:
- * initialize (again). A server/discover left unanswered counts as "not
- * 2026-07-28" for this start, though a late answer listing it still makes
- * the session modern. Returns what ops->write returned. */
+/* No answer yet to the initialize (or the server/discover after its
+ * refusal) by a bound: initialize again (the first line may have been lost;
+ * a refusal asks server/discover again, and a late discover answer listing
+ * 2026-07-28 still makes the session modern). Returns what ops->write
+ * returned. */
 int mx_upchan_send_again(struct mx_upchan *c);
 
 /* The message to write for the request |r| (new reference): with the

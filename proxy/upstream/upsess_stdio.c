@@ -6,16 +6,13 @@
  * 2025-06-18, Transports, stdio). Callers use the mx_upsess_* functions
  * unchanged. Semantics, beyond upsess.h:
  * - the process starts at the first request (or connect-only request) and
- *   requests wait, in order, while it starts; server/discover goes first
- *   (upchan.h): a server that lists 2026-07-28 gets stateless requests
- *   with the 2026-07-28 _meta and no initialize; one that answers with an
- *   error, or not within the first bound, gets initialize, sent again when
- *   the process has not answered within a bound (an installer such as
- *   `npx -y pkg` may take long and may re-exec, losing the first line),
- *   and nothing else is written before the answer and
- *   notifications/initialized; an initialize refused by a server that
- *   lists 2026-07-28 (its server/discover was lost) asks server/discover
- *   once more;
+ *   requests wait, in order, while it starts; initialize goes first, is
+ *   sent again when the process has not answered within a bound (an
+ *   installer such as `npx -y pkg` may take long and may re-exec, losing
+ *   the first line), and nothing else is written before the answer and
+ *   notifications/initialized; a server that refuses it naming 2026-07-28
+ *   (-32022) is asked server/discover and, when that lists 2026-07-28,
+ *   gets stateless requests with the 2026-07-28 _meta (upchan.h);
  * - a process that exits fails the requests written to it (their outcome
  *   is unknown; never re-sent), keeps the ones not yet written waiting, and
  *   is started again for them (or the next request), after a backoff when
@@ -212,10 +209,10 @@ static void stdio_start(struct mx_upchan *c)
     s->pid = mx_child_pid(s->child);
     mx_upchan_set_state(c, MX_UPCHAN_INIT);
     mx_log_info(SUBSYS, "up:%s started %s (pid %d)", name(s), cfg->command.v[0], (int)s->pid);
-    /* MCP 2026-07-28, Lifecycle: server/discover first, then (for a 2025
-     * server) initialize; either waits in the pipe while the process
-     * starts */
-    mx_upchan_send_first(c);
+    /* MCP 2025-06-18, Lifecycle: initialize first; it waits in the pipe
+     * while the process starts (a server of 2026-07-28 only refuses it and
+     * is asked server/discover, upchan.h) */
+    mx_upchan_send_initialize(c, 1);
     s->resend_s = INIT_RESEND_S;
     mx_upchan_wait_init(c, s->resend_s);
 }
@@ -237,8 +234,7 @@ static bool stdio_init_wait(struct mx_upchan *c, struct mx_upfail *f)
         return true;
     }
     /* Safe to repeat (initialize changes nothing but the session), and the
-     * first may be lost: an installer that re-execs can swallow it. A
-     * server/discover left unanswered this long is taken for "2025 only". */
+     * first may be lost: an installer that re-execs can swallow it. */
     if (!c->discovering)
         mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again",
                     name(s), waited);
