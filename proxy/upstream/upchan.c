@@ -15,7 +15,9 @@
 #include "err.h"
 #include "log.h"
 #include "rand.h"
+#include "revision.h"
 #include "rpc.h"
+#include "up2026.h"
 #include "upchan.h"
 
 #define STABLE_S        10.0 /* ready this long: a later end is no restart loop */
@@ -62,6 +64,8 @@ void mx_upchan_unref(struct mx_upchan *c)
         return;
     json_decref(c->init_ids);
     c->init_ids = NULL;
+    json_decref(c->discover_ids);
+    c->discover_ids = NULL;
     mx_upsess_base_clear(&c->base);
     c->ops->free(c);
 }
@@ -100,6 +104,19 @@ static struct mx_upmsg_rpc *first_waiting(struct mx_upchan *c)
     return mx_upmsg_first(&c->q, false, UINT64_MAX);
 }
 
+/* MCP 2026-07-28 has no logging/setLevel: the level goes in each request's
+ * _meta instead (MX_UPSESS_CAP_META_LOG_LEVEL), so setting one is answered
+ * here. Returns true when |r| was taken. */
+static bool set_level(struct mx_upmsg_rpc *r)
+{
+    if (strcmp(r->method, "logging/setLevel") != 0)
+        return false;
+    json_t *resp = json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id", r->id, "result");
+    mx_upmsg_finish(r, resp, NULL);
+    json_decref(resp);
+    return true;
+}
+
 static void launch_waiting(struct mx_upchan *c)
 {
     struct mx_upmsg_rpc *r;
@@ -109,6 +126,8 @@ static void launch_waiting(struct mx_upchan *c)
             mx_upmsg_finish(r, NULL, NULL); /* connect only: done */
             continue;
         }
+        if (c->modern && set_level(r))
+            continue;
         if (!c->ops->launch(c, r))
             break;
     }
@@ -132,6 +151,9 @@ static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
             c->conn++;
             c->started_at = now;
             json_array_clear(c->init_ids);
+            json_array_clear(c->discover_ids);
+            c->discovering = false;
+            c->modern = false;
             c->ops->start(c);
         }
     }
@@ -172,27 +194,55 @@ void mx_upchan_wait_init(struct mx_upchan *c, double after_s)
 
 /* ---- starting and ending ---- */
 
-int mx_upchan_send_initialize(struct mx_upchan *c, unsigned long long n)
+/* Write |msg| (an opening request with id |id|; both given) and keep |id|
+ * in |ids| once it went: returns what ops->write returned. */
+static int write_opening(struct mx_upchan *c, json_t *msg, json_t *id, json_t *ids)
 {
-    char buf[48];
-    snprintf(buf, sizeof(buf), "mcplex-init-%llu", n);
-    json_t *id = json_string(buf);
-    json_t *msg = mx_upmsg_initialize(c->base.caps, id);
     int rc = c->ops->write(c, MX_UPCHAN_INITIALIZE, msg);
     if (rc == 0)
-        json_array_append(c->init_ids, id);
+        json_array_append(ids, id);
     json_decref(msg);
     json_decref(id);
     return rc;
 }
 
-static bool is_init_answer(const struct mx_upchan *c, const json_t *id)
+int mx_upchan_send_initialize(struct mx_upchan *c, unsigned long long n)
+{
+    char buf[48];
+    snprintf(buf, sizeof(buf), "mcplex-init-%llu", n);
+    json_t *id = json_string(buf);
+    return write_opening(c, mx_upmsg_initialize(c->base.caps, id), id, c->init_ids);
+}
+
+static int send_discover(struct mx_upchan *c)
+{
+    char buf[48];
+    snprintf(buf, sizeof(buf), "mcplex-discover-%zu", json_array_size(c->discover_ids) + 1);
+    json_t *id = json_string(buf);
+    return write_opening(c, mx_up26_discover(id, c->base.caps), id, c->discover_ids);
+}
+
+int mx_upchan_send_again(struct mx_upchan *c)
+{
+    if (c->discovering) {
+        c->discovering = false;
+        mx_log_info(c->ops->subsys,
+                    "up:%s has not answered server/discover after %.0f s; sending initialize again",
+                    name(c), ev_now(c->base.env->loop) - c->started_at);
+    }
+    return mx_upchan_send_initialize(c, json_array_size(c->init_ids) + 1);
+}
+
+json_t *mx_upchan_shape(const struct mx_upchan *c, const struct mx_upmsg_rpc *r)
+{
+    return c->modern ? mx_up26_request(r->msg, c->base.caps) : mx_up26_strip(r->msg);
+}
+
+static bool has_id(const json_t *ids, const json_t *id)
 {
     size_t i;
     json_t *v;
-    if (c->state != MX_UPCHAN_INIT)
-        return false;
-    json_array_foreach(c->init_ids, i, v)
+    json_array_foreach(ids, i, v)
     {
         if (json_equal(v, id))
             return true;
@@ -200,13 +250,96 @@ static bool is_init_answer(const struct mx_upchan *c, const json_t *id)
     return false;
 }
 
+static bool is_init_answer(const struct mx_upchan *c, const json_t *id)
+{
+    return c->state == MX_UPCHAN_INIT && has_id(c->init_ids, id);
+}
+
+static bool is_discover_answer(const struct mx_upchan *c, const json_t *id)
+{
+    return c->state == MX_UPCHAN_INIT && has_id(c->discover_ids, id);
+}
+
+/* The answer to the server/discover asked after a refused initialize (MCP
+ * 2026-07-28, Lifecycle): a result listing 2026-07-28 makes the session
+ * modern and ready at once (no initialize, no initialized); anything else
+ * contradicts the refusal, and the start fails saying so. */
+static void discover_answered(struct mx_upchan *c, json_t *msg)
+{
+    struct mx_upfail f;
+    json_array_clear(c->discover_ids);
+    c->discovering = false;
+    if (mx_up26_verdict(200, msg) != MX_UP26_MODERN) {
+        mx_upmsg_fail(c->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                      "broke the protocol: it refused initialize naming MCP %s as the version it "
+                      "supports, yet its server/discover answer does not list %s; check that the "
+                      "command starts the MCP server meant",
+                      MX_UP26_VERSION, MX_UP26_VERSION);
+        mx_upchan_start_failed(c, &f);
+        return;
+    }
+    if (c->base.env->era != MX_UPSESS_ERA_MODERN)
+        mx_log_info(c->ops->subsys, "up:%s speaks MCP %s: stateless requests, no session", name(c),
+                    MX_UP26_VERSION);
+    c->base.env->era = MX_UPSESS_ERA_MODERN;
+    c->modern = true;
+    /* initializes sent again while discover was on its way are answered to
+     * nobody */
+    json_array_clear(c->init_ids);
+    json_decref(c->base.init_result);
+    c->base.init_result = mx_up26_init_result(json_object_get(msg, "result"));
+    mx_upchan_ready(c);
+}
+
+/* A modern upstream's input_required result (Multi Round-Trip Requests)
+ * asks the client questions that this channel does not relay: the request
+ * fails saying so, rather than passing on a result a client cannot use. */
+static bool input_required(struct mx_upchan *c, struct mx_upmsg_rpc *r, json_t *msg)
+{
+    struct mx_upfail f;
+    if (!c->modern || !mx_up26_input_required(json_object_get(msg, "result")))
+        return false;
+    mx_upmsg_fail(c->cfg, MX_RPC_UPSTREAM_HTTP, "protocol-error", &f,
+                  "asked for the client's input (input_required result of MCP %s), which mcplex "
+                  "does not relay from a %s upstream",
+                  MX_UP26_VERSION, c->ops->transport->label);
+    mx_upmsg_finish(r, NULL, &f);
+    return true;
+}
+
+/* MCP 2026-07-28, Versioning: the initialize was refused with an
+ * unsupported-version error (-32022) whose data.supported names 2026-07-28,
+ * which is how a server that speaks only 2026-07-28 answers a 2025 client
+ * (the TypeScript SDK v2's, for one): this start goes on with
+ * server/discover. Any other refusal is no such evidence. Returns true when
+ * |msg| was that refusal. */
+static bool refused_for_2026(struct mx_upchan *c, json_t *msg)
+{
+    if (!c->ops->discover || mx_up26_verdict(200, msg) != MX_UP26_RETRY)
+        return false;
+    if (c->discovering)
+        return true; /* a repeated initialize refused: one discover is on its way */
+    if (c->base.env->era != MX_UPSESS_ERA_MODERN)
+        mx_log_info(c->ops->subsys,
+                    "up:%s refused initialize and named MCP %s (error %d); asking "
+                    "server/discover",
+                    name(c), MX_UP26_VERSION, MX_REV_UNSUPPORTED_VERSION);
+    c->discovering = true;
+    send_discover(c);
+    return true;
+}
+
 static void init_answered(struct mx_upchan *c, json_t *msg)
 {
     struct mx_upfail f;
+    if (refused_for_2026(c, msg))
+        return;
     if (!mx_upmsg_init_ok(c->cfg, msg, &f)) {
         mx_upchan_start_failed(c, &f);
         return;
     }
+    if (c->ops->discover)
+        c->base.env->era = MX_UPSESS_ERA_LEGACY;
     json_decref(c->base.init_result);
     c->base.init_result = json_incref(json_object_get(msg, "result"));
     json_array_clear(c->init_ids);
@@ -330,8 +463,12 @@ static void handle_msg(struct mx_upchan *c, json_t *msg)
             init_answered(c, msg);
             return;
         }
+        if (is_discover_answer(c, id)) {
+            discover_answered(c, msg);
+            return;
+        }
         struct mx_upmsg_rpc *r = c->state == MX_UPCHAN_READY ? mx_upmsg_by_id(&c->q, id) : NULL;
-        if (r)
+        if (r && !input_required(c, r, msg))
             mx_upmsg_finish(r, msg, NULL);
         else
             mx_log_debug(c->ops->subsys, "up:%s answered a request nobody waits for; dropped",
@@ -415,6 +552,7 @@ void mx_upchan_init(struct mx_upchan *c, const struct mx_upchan_ops *ops, struct
     c->refs = 1;
     c->state = MX_UPCHAN_IDLE;
     c->init_ids = json_array();
+    c->discover_ids = json_array();
     ev_init(&c->kick, kick_cb);
     ev_init(&c->init_wait, init_wait_cb);
     mx_upmsg_q_init(&c->q, env->loop, ops->transport, c->cfg, &q_ops, c);

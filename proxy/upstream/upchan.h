@@ -5,15 +5,22 @@
  * legacy HTTP+SSE stream and its POSTs). It owns what such a session is
  * whatever the channel: its states and their log lines, its refs, the timer
  * that starts its work from the loop, the bound on starting, initialize and
- * initialized, the backoff after failed starts, a channel that ends under a
- * ready session, the dispatch of what the upstream sends (answers, its
- * requests, notifications, batches), and the close, request and send ops of
- * upsess_int.h. Each transport fills one struct mx_upchan_ops with what is
- * its own: opening the channel, writing one message, ending it, and the few
- * log lines that name it. The request table is upmsg.c's.
+ * initialized (and server/discover after an initialize refused for
+ * 2026-07-28, for a transport that asks it), the backoff after failed
+ * starts, a channel that ends under a ready session, the dispatch of what
+ * the upstream sends (answers, its requests, notifications, batches), and
+ * the close, request and send ops of upsess_int.h. Each transport fills one
+ * struct mx_upchan_ops with what is its own: opening the channel, writing
+ * one message, ending it, and the few log lines that name it. The request
+ * table is upmsg.c's.
  *
  *   idle --a request waits--> opening (a transport that has one) --> init
  *        (initialize sent) --answer + initialized--> ready
+ *   init --initialize refused with -32022 naming 2026-07-28
+ *        (ops->discover)--> init (server/discover sent) --a result listing
+ *        2026-07-28--> ready (modern: no initialized, each request carries
+ *        the 2026-07-28 _meta); --another answer--> idle (failure);
+ *        --no answer by the next bound--> initialize again
  *   opening, init --failure, no answer in time--> idle (waiting requests
  *        fail; the next start waits out a backoff)
  *   ready --the channel ends--> idle (sent requests fail, waiting ones start
@@ -81,6 +88,11 @@ struct mx_upchan_ops {
      * transport calls mx_upchan_ready once the upstream accepted it.
      */
     bool ready_on_write;
+    /* An initialize refused the way a server that speaks only MCP
+     * 2026-07-28 refuses it (-32022, data.supported naming it) goes on with
+     * server/discover and, when that lists 2026-07-28, stateless requests.
+     * A 2025 server never sees a server/discover. */
+    bool discover;
     /* Open a channel: idle, requests wait, conn and started_at are new. It
      * sets the state, arms the bound (mx_upchan_wait_init) or calls
      * mx_upchan_start_failed. */
@@ -128,6 +140,9 @@ struct mx_upchan {
     enum mx_upchan_state state;
     uint64_t conn;        /* channels started so far; the current one's number */
     json_t *init_ids;     /* ids of the initialize requests written, unanswered */
+    json_t *discover_ids; /* ids of the server/discover requests written, unanswered */
+    bool discovering;     /* the start waits for server/discover, no initialize yet */
+    bool modern;          /* the channel speaks MCP 2026-07-28: stateless requests */
     ev_timer kick;        /* starts and launches from the loop, never from a caller's call */
     ev_timer init_wait;   /* bounds starting (ops->init_wait) */
     ev_tstamp started_at; /* the current channel started */
@@ -161,6 +176,18 @@ void mx_upchan_wait_init(struct mx_upchan *c, double after_s);
 /* Write initialize with id "mcplex-init-<n>", offering the session's
  * capabilities, and expect its answer: returns what ops->write returned. */
 int mx_upchan_send_initialize(struct mx_upchan *c, unsigned long long n);
+
+/* No answer yet to the initialize (or the server/discover after its
+ * refusal) by a bound: initialize again (the first line may have been lost;
+ * a refusal asks server/discover again, and a late discover answer listing
+ * 2026-07-28 still makes the session modern). Returns what ops->write
+ * returned. */
+int mx_upchan_send_again(struct mx_upchan *c);
+
+/* The message to write for the request |r| (new reference): with the
+ * 2026-07-28 _meta on a modern channel (up2026.h), else without the keys
+ * only 2026-07-28 has. */
+json_t *mx_upchan_shape(const struct mx_upchan *c, const struct mx_upmsg_rpc *r);
 
 /* Initialized was taken: the session is ready; waiting requests go and
  * on_ready runs. */

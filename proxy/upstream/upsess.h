@@ -38,8 +38,8 @@
 struct mx_upsess;
 struct mx_uprpc;
 
-/* The revision an HTTP upstream was found to speak (MCP 2026-07-28 or
- * 2025-era sessions); learnt with server/discover at first contact. */
+/* The revision an HTTP or stdio upstream was found to speak (MCP 2026-07-28
+ * or 2025-era sessions); learnt with server/discover at first contact. */
 enum mx_upsess_era {
     MX_UPSESS_ERA_UNKNOWN = 0,
     MX_UPSESS_ERA_LEGACY = 1, /* initialize, Mcp-Session-Id, GET stream */

@@ -10,7 +10,9 @@
  *   sent again when the process has not answered within a bound (an
  *   installer such as `npx -y pkg` may take long and may re-exec, losing
  *   the first line), and nothing else is written before the answer and
- *   notifications/initialized;
+ *   notifications/initialized; a server that refuses it naming 2026-07-28
+ *   (-32022) is asked server/discover and, when that lists 2026-07-28,
+ *   gets stateless requests with the 2026-07-28 _meta (upchan.h);
  * - a process that exits fails the requests written to it (their outcome
  *   is unknown; never re-sent), keeps the ones not yet written waiting, and
  *   is started again for them (or the next request), after a backoff when
@@ -110,7 +112,9 @@ static bool stdio_launch(struct mx_upchan *c, struct mx_upmsg_rpc *r)
     struct mx_upfail f;
     if (mx_child_queued(s->child) > IN_HIGH)
         return false; /* on_drain goes on */
-    int rc = write_msg(s, r->msg);
+    json_t *msg = mx_upchan_shape(c, r);
+    int rc = write_msg(s, msg);
+    json_decref(msg);
     if (rc == 0) {
         r->sent = true;
         r->key = c->base.key;
@@ -169,11 +173,6 @@ static void stdio_end(struct mx_upchan *c)
     s->pid = 0;
 }
 
-static void send_initialize(struct ss *s)
-{
-    mx_upchan_send_initialize(&s->c, json_array_size(s->c.init_ids) + 1);
-}
-
 static void stdio_start(struct mx_upchan *c)
 {
     struct ss *s = SS(c);
@@ -211,8 +210,9 @@ static void stdio_start(struct mx_upchan *c)
     mx_upchan_set_state(c, MX_UPCHAN_INIT);
     mx_log_info(SUBSYS, "up:%s started %s (pid %d)", name(s), cfg->command.v[0], (int)s->pid);
     /* MCP 2025-06-18, Lifecycle: initialize first; it waits in the pipe
-     * while the process starts */
-    send_initialize(s);
+     * while the process starts (a server of 2026-07-28 only refuses it and
+     * is asked server/discover, upchan.h) */
+    mx_upchan_send_initialize(c, 1);
     s->resend_s = INIT_RESEND_S;
     mx_upchan_wait_init(c, s->resend_s);
 }
@@ -235,9 +235,10 @@ static bool stdio_init_wait(struct mx_upchan *c, struct mx_upfail *f)
     }
     /* Safe to repeat (initialize changes nothing but the session), and the
      * first may be lost: an installer that re-execs can swallow it. */
-    mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again", name(s),
-                waited);
-    send_initialize(s);
+    if (!c->discovering)
+        mx_log_info(SUBSYS, "up:%s has not answered initialize after %.0f s; sending it again",
+                    name(s), waited);
+    mx_upchan_send_again(c);
     s->resend_s = s->resend_s * 2 > INIT_RESEND_MAX ? INIT_RESEND_MAX : s->resend_s * 2;
     double next = s->resend_s;
     if (waited + next > limit)
@@ -344,6 +345,7 @@ static const struct mx_upchan_ops chan_ops = {
     .next_key = &next_key,
     .lost_then = "it starts again at the next request",
     .ready_on_write = true,
+    .discover = true,
     .start = stdio_start,
     .write = stdio_write,
     .launch = stdio_launch,
@@ -369,7 +371,7 @@ static struct mx_upsess *stdio_open(struct mx_upsess_env *env, const json_t *cap
 const struct mx_upsess_ops mx_upsess_stdio_ops = {
     .label = "stdio",
     .subsys = SUBSYS,
-    .caps = 0,
+    .caps = MX_UPSESS_CAP_META_LOG_LEVEL,
     .open = stdio_open,
     .close = mx_upchan_close,
     .request = mx_upchan_request,

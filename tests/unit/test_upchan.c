@@ -63,7 +63,9 @@ static int fake_write(struct mx_upchan *c, enum mx_upchan_msg what, const json_t
 
 static bool fake_launch(struct mx_upchan *c, struct mx_upmsg_rpc *r)
 {
-    fake_write(c, MX_UPCHAN_SEND, r->msg);
+    json_t *msg = mx_upchan_shape(c, r);
+    fake_write(c, MX_UPCHAN_SEND, msg);
+    json_decref(msg);
     r->sent = true;
     r->key = c->base.key;
     return true;
@@ -154,12 +156,15 @@ static const struct mx_upchan_ops fake_ops = {
     .free = fake_free,
 };
 
+/* The ops the next fake_open uses: fake_ops, or a copy with discover set. */
+static const struct mx_upchan_ops *fake_chan_ops = &fake_ops;
+
 static struct mx_upsess *fake_open(struct mx_upsess_env *env, const json_t *caps,
                                    const char *trace_session, const struct mx_upsess_cbs *cbs,
                                    void *data)
 {
     struct fake *f = mx_xcalloc(1, sizeof(*f));
-    mx_upchan_init(&f->c, &fake_ops, env, caps, trace_session, cbs, data);
+    mx_upchan_init(&f->c, fake_chan_ops, env, caps, trace_session, cbs, data);
     f->out = json_array();
     f->wait_s = 10.0;
     return &f->c.base;
@@ -517,6 +522,83 @@ static void test_upchan_refuses_without_channel(void **state)
     mx_upsess_close(w->g.s);
 }
 
+/* A fake whose ops ask server/discover after a refusal naming 2026-07-28
+ * (as stdio's do), started by a tools/list request: initialize written. */
+static struct fake *fake26_started(struct world *w)
+{
+    static struct mx_upchan_ops ops26;
+    ops26 = fake_ops;
+    ops26.discover = true;
+    fake_chan_ops = &ops26;
+    struct fake *f = fake_new(w);
+    fake_chan_ops = &fake_ops;
+    call(w, 1, "tools/list", 0);
+    run_for(0.02);
+    assert_int_equal(json_array_size(f->out), 1);
+    assert_string_equal(method_of(written(f, 0)), "initialize");
+    return f;
+}
+
+#define REFUSED(supported)                                                                         \
+    "{\"jsonrpc\":\"2.0\",\"id\":\"mcplex-init-1\",\"error\":{\"code\":-32022,\"message\":"        \
+    "\"Unsupported protocol version\",\"data\":{\"supported\":[" supported "]}}}"
+
+static void test_upchan_refusal_for_2026_discovers(void **state)
+{
+    struct world *w = *state;
+    struct fake *f = fake26_started(w);
+    /* refused the way a 2026-only server refuses it: server/discover next */
+    feed(f, REFUSED("\"2026-07-28\""));
+    assert_int_equal(f->c.state, MX_UPCHAN_INIT);
+    assert_int_equal(json_array_size(f->out), 2);
+    assert_string_equal(method_of(written(f, 1)), "server/discover");
+    assert_string_equal(json_string_value(json_object_get(written(f, 1), "id")),
+                        "mcplex-discover-1");
+    /* the same refusal of a repeated initialize asks no second discover */
+    feed(f, REFUSED("\"2026-07-28\""));
+    assert_int_equal(json_array_size(f->out), 2);
+    feed(f, "{\"jsonrpc\":\"2.0\",\"id\":\"mcplex-discover-1\",\"result\":{\"supportedVersions\":["
+            "\"2026-07-28\"],\"capabilities\":{\"tools\":{}},\"_meta\":{\"" MX_REV_META_SERVER_INFO
+            "\":{\"name\":\"s\",\"version\":\"1\"}}}}");
+    assert_int_equal(f->c.state, MX_UPCHAN_READY);
+    assert_int_equal(w->g.ready, 1);
+    assert_int_equal(w->env.era, MX_UPSESS_ERA_MODERN);
+    /* no initialized; the request carries the 2026-07-28 _meta */
+    assert_int_equal(json_array_size(f->out), 3);
+    json_t *sent = written(f, 2);
+    assert_string_equal(method_of(sent), "tools/list");
+    json_t *meta = json_object_get(json_object_get(sent, "params"), "_meta");
+    assert_string_equal(json_string_value(json_object_get(meta, MX_REV_META_VERSION)),
+                        "2026-07-28");
+    assert_string_equal(json_string_value(json_object_get(meta, "progressToken")), "p");
+    mx_upsess_close(w->g.s);
+}
+
+static void test_upchan_other_refusals_fail(void **state)
+{
+    struct world *w = *state;
+    /* -32022 that names only 2025 versions is no 2026-only server */
+    struct fake *f = fake26_started(w);
+    feed(f, REFUSED("\"2025-06-18\""));
+    assert_int_equal(f->fails, 1);
+    assert_int_equal(json_array_size(f->out), 1);
+    assert_int_equal(w->g.done, 1);
+    assert_int_not_equal(w->g.fail_code, 0);
+    mx_upsess_close(w->g.s);
+
+    /* a discover answer that does not list 2026-07-28 contradicts the
+     * refusal: the start fails saying so */
+    w->g.done = 0;
+    f = fake26_started(w);
+    feed(f, REFUSED("\"2026-07-28\""));
+    feed(f, "{\"jsonrpc\":\"2.0\",\"id\":\"mcplex-discover-1\",\"error\":{\"code\":-32601,"
+            "\"message\":\"Method not found\"}}");
+    assert_int_equal(f->fails, 1);
+    assert_int_equal(w->g.done, 1);
+    assert_non_null(strstr(w->g.fail_msg, "server/discover answer does not list 2026-07-28"));
+    mx_upsess_close(w->g.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +610,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_upchan_pause_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upchan_batch_stops_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upchan_refuses_without_channel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upchan_refusal_for_2026_discovers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upchan_other_refusals_fail, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

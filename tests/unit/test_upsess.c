@@ -31,7 +31,8 @@ static void test_upsess_caps_per_transport(void **state)
     assert_int_equal(mx_upsess_caps(&cfg), 0);
     assert_string_equal(mx_upsess_transport_label(&cfg), "legacy HTTP+SSE");
     cfg.transport = MX_TRANSPORT_STDIO;
-    assert_int_equal(mx_upsess_caps(&cfg), 0);
+    /* a command may speak only 2026-07-28 (server/discover says) */
+    assert_int_equal(mx_upsess_caps(&cfg), MX_UPSESS_CAP_META_LOG_LEVEL);
     assert_string_equal(mx_upsess_transport_label(&cfg), "stdio");
     /* the slot of a removed upstream is no transport's but still answers */
     assert_true(mx_upsess_caps(&mx_upstream_gone_cfg) & MX_UPSESS_CAP_DIRECT);
