@@ -403,10 +403,47 @@ static void reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 
 /* ---- output ---- */
 
+/* Write |len| bytes of |p| to the socket now, after what is queued, as
+ * far as it takes them; *|done| is how many of |p| went. */
+static int write_through(struct mx_conn *c, const char *p, size_t len, size_t *done)
+{
+    *done = 0;
+    while (len > *done) {
+        bool queued = mx_buf_len(&c->out) > 0;
+        const char *from = queued ? mx_buf_data(&c->out) : p + *done;
+        size_t n_from = queued ? mx_buf_len(&c->out) : len - *done;
+        ssize_t n = c->x->ops->write(c->x, from, n_from);
+        if (n == MX_EAGAIN)
+            return 0;
+        if (n <= 0) {
+            const char *why = c->x->ops->error(c->x);
+            mx_log_debug("http", "conn#%lu write: %s", c->id, *why ? why : mx_strerror((int)n));
+            mx_conn_close(c);
+            return MX_ECLOSED;
+        }
+        if (queued)
+            mx_buf_consume(&c->out, (size_t)n);
+        else
+            *done += (size_t)n;
+    }
+    return 0;
+}
+
 int mx_conn_write(struct mx_conn *c, const void *p, size_t len)
 {
     if (mx_conn_is_closed(c))
         return MX_ECLOSED;
+    if (len >= MX_CONN_DIRECT_MIN && c->state == MX_CONN_OPEN) {
+        /* a large write (a list page of megabytes) goes to the socket at
+         * once, after what is queued; only what it does not take is copied */
+        size_t done;
+        if (write_through(c, p, len, &done))
+            return MX_ECLOSED;
+        p = (const char *)p + done;
+        len -= done;
+        if (len == 0)
+            return 0;
+    }
     if (mx_buf_append(&c->out, p, len)) {
         /* A producer that ignores MX_EAGAIN would grow us without bound. */
         mx_log_warn("http", "conn#%lu output over %d bytes; closing", c->id, MX_CONN_OUT_CAP);

@@ -23,6 +23,7 @@
 #define MX_CONN_OUT_HIGH   (256 * 1024)       /* above: producers are told to wait */
 #define MX_CONN_OUT_LOW    (64 * 1024)        /* below: they are told to go on */
 #define MX_CONN_OUT_CAP    (64 * 1024 * 1024) /* a producer ignoring the above: close */
+#define MX_CONN_DIRECT_MIN (64 * 1024)        /* a write this large skips the buffer when it can */
 
 /* Lingering close (mx_conn_linger_close): how long and how much of a peer's
  * unread upload is read and dropped after our answer, at most. */

@@ -224,6 +224,12 @@ static bool line_is_removal(const char *line)
     return true;
 }
 
+/* "Name;" is libcurl's way to send a header with an empty value: "Name:". */
+static bool line_is_empty_form(const char *line, size_t len)
+{
+    return len > 1 && line[len - 1] == ';' && memchr(line, ':', len) == NULL;
+}
+
 static bool has_header(const struct mx_ureq_opts *o, const char *name)
 {
     size_t n = strlen(name);
@@ -308,9 +314,16 @@ int mx_uc_h1_setup(struct mx_ureq *u, const struct mx_ureq_opts *o, char *tail)
     w = put(w, pu.authority.p, pu.authority.len);
     w = put(w, LIT(CRLF));
     for (size_t i = 0; i < o->header_cnt; i++) {
-        if (line_is_removal(o->headers[i]))
+        const char *line = o->headers[i];
+        size_t n = strlen(line);
+        if (line_is_removal(line))
             continue;
-        w = put(w, o->headers[i], strlen(o->headers[i]));
+        if (line_is_empty_form(line, n)) {
+            w = put(w, line, n - 1);
+            *w++ = ':';
+        } else {
+            w = put(w, line, n);
+        }
         w = put(w, LIT(CRLF));
     }
     if (!has_header(o, "accept"))

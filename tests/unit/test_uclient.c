@@ -1652,6 +1652,31 @@ static void test_uclient_huge_head_refused(void **state)
     rsp_clear(&r);
 }
 
+/* "Name;" sends a header with an empty value, as libcurl does; "Name:"
+ * sends nothing. */
+static void test_uclient_empty_header_value(void **state)
+{
+    struct tc *t = *state;
+    struct srv *s = t->srv[0] = srv_new(t->loop, SRV_JSON);
+    char *url = url_of(s, "/mcp");
+    static const char *const hdrs[] = {"Content-Type: application/json", "Mcp-Param-Empty;",
+                                       "X-Removed:"};
+    struct mx_ureq_opts o;
+    post_opts(&o, url);
+    o.headers = hdrs;
+    o.header_cnt = 3;
+    struct rsp r;
+    rsp_init(&r, t);
+    start(t, &o, &r);
+    assert_true(run_until(t, &r.done));
+    assert_int_equal(r.err, 0);
+    assert_true(srv_head_has(s, "Mcp-Param-Empty:"));
+    assert_false(srv_head_has_name(s, "x-removed:"));
+    assert_null(memmem(mx_buf_data(&s->head), mx_buf_len(&s->head), ";", 1));
+    rsp_clear(&r);
+    free(url);
+}
+
 /* localhost: the engine tries 127.0.0.1 first. */
 static void test_uclient_localhost(void **state)
 {
@@ -1710,6 +1735,7 @@ int main(void)
         T(test_uclient_control_byte_refused),
         T(test_uclient_huge_head_refused),
         T(test_uclient_localhost),
+        T(test_uclient_empty_header_value),
 #undef T
     };
     const struct CMUnitTest curl[] = {
@@ -1748,6 +1774,7 @@ int main(void)
         C(test_uclient_control_byte_refused),
         C(test_uclient_huge_head_refused),
         C(test_uclient_localhost),
+        C(test_uclient_empty_header_value),
 #undef C
     };
     int failed =
