@@ -751,6 +751,8 @@ static const struct field listen_fields[] = {
     FINT(L, "max_connections_per_client", max_connections_per_client, 0, 1000000),
     FINT(L, "max_sessions", max_sessions, 1, 1000000),
     FINT(L, "max_requests_per_connection", max_requests_per_connection, 1, 1000000000),
+    FINT(L, "stream_buffer_events", stream_buffer_events, 1, 1000000),
+    FINT(L, "stream_buffer_bytes", stream_buffer_bytes, 1024, 1024LL * 1024 * 1024),
 };
 #undef L
 
@@ -939,6 +941,8 @@ static void listen_defaults(struct mx_listen_cfg *l)
     l->max_connections_per_client = 0;
     l->max_sessions = 4096;
     l->max_requests_per_connection = 100000;
+    l->stream_buffer_events = 256;
+    l->stream_buffer_bytes = 4194304;
 }
 
 static void proxy_defaults(struct mx_proxy_cfg *p)

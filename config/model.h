@@ -100,6 +100,10 @@ struct mx_listen_cfg {
     int64_t max_connections_per_client;  /* per peer address; 0: no cap but max_connections */
     int64_t max_sessions;                /* open /mcp client sessions, default 4096 */
     int64_t max_requests_per_connection; /* then Connection: close / GOAWAY, default 100000 */
+    /* what each SSE stream to a client keeps for a reconnect with
+     * Last-Event-ID: events (default 256) and bytes (default 4 MiB) */
+    int64_t stream_buffer_events;
+    int64_t stream_buffer_bytes;
 };
 
 /* Every path below (and a server's cwd and ca, [listen] cert and key, and

@@ -29,7 +29,9 @@ const char *mx_sim_rev_negotiate(const char *requested)
 
 bool mx_sim_rev_header_ok(const struct mx_str *hdr, const char *negotiated)
 {
-    if (hdr == NULL)
-        return true;
-    return mx_sim_rev_is_supported(*hdr) && mx_str_eq(*hdr, mx_str_cstr(negotiated));
+    (void)negotiated;
+    /* MCP 2025-06-18, Transports: only an invalid or unsupported version is
+     * a 400; a supported one other than the session's is not (conformance
+     * 0.1.16 sends 2025-03-26 on a session of 2025-11-25) */
+    return hdr == NULL || mx_sim_rev_is_supported(*hdr);
 }

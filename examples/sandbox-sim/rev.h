@@ -28,7 +28,8 @@ const char *mx_sim_rev_negotiate(const char *requested);
  * Check the MCP-Protocol-Version header of a request after initialize
  * (|hdr| NULL when absent) against the session's |negotiated| revision.
  * MCP 2025-06-18, Transports: absent is allowed (assume the negotiated one);
- * an unsupported value or one that differs is a 400. Returns true if fine.
+ * an unsupported value is a 400, a supported one other than |negotiated|
+ * is allowed. Returns true if fine.
  */
 bool mx_sim_rev_header_ok(const struct mx_str *hdr, const char *negotiated);
 

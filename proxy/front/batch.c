@@ -295,6 +295,11 @@ static void el_reset(struct mx_req *req)
 
 static const struct mx_req_proto elem_proto = {el_start, el_write, el_end, el_reset};
 
+bool mx_batch_is_element(const struct mx_req *req)
+{
+    return req->proto == &elem_proto;
+}
+
 static void parent_drain(struct mx_req *req, void *data)
 {
     struct batch *b = data;

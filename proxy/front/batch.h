@@ -17,6 +17,7 @@
 #ifndef MX_BATCH_H
 #define MX_BATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <ev.h>
@@ -54,5 +55,9 @@ int mx_batch_serve(struct ev_loop *loop, struct mx_req *parent, const json_t *ar
 
 /* Batches in progress, for leak checks in tests. */
 size_t mx_batch_live_cnt(void);
+
+/* Whether |req| is an element of a batch (its answer goes out on the
+ * batch's). */
+bool mx_batch_is_element(const struct mx_req *req);
 
 #endif

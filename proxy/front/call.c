@@ -173,6 +173,14 @@ int mx_callhub_progress(struct mx_callhub *h, size_t up_idx, uint64_t via_key, j
 static void on_drain(struct mx_req *req, void *data);
 static void on_abort(struct mx_req *req, void *data);
 static void wait_tick_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void grace_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* Whether a client still takes the answer: its request, or its
+ * resumable stream (attached or not). */
+static bool answering(const struct mx_call *c)
+{
+    return c->req != NULL || c->rs != NULL;
+}
 
 static void copy_str(char *dst, size_t cap, struct mx_str s)
 {
@@ -191,6 +199,7 @@ struct mx_call *mx_call_new(struct mx_callhub *h, struct mx_req *req)
     copy_str(c->http_method, sizeof(c->http_method), mx_req_method(req));
     copy_str(c->path, sizeof(c->path), mx_req_path(req));
     ev_init(&c->wait_tick, wait_tick_cb);
+    ev_init(&c->grace, grace_cb);
     c->next = h->calls;
     if (h->calls)
         h->calls->prev = c;
@@ -264,6 +273,17 @@ static void report(struct mx_call *c)
 
 static void call_end(struct mx_call *c);
 
+/* The answer's resumable stream has its last event. */
+static void end_stream(struct mx_call *c)
+{
+    if (c->rs == NULL)
+        return;
+    ev_timer_stop(c->hub->loop, &c->grace);
+    mx_rstream_set_producer(c->rs, NULL, NULL);
+    mx_rstream_end(c->rs);
+    c->rs = NULL;
+}
+
 /*
  * The client request is over (answered with |status|, or gone): the
  * report, then the call ends unless its upstream request goes on or an
@@ -298,7 +318,12 @@ static void call_end(struct mx_call *c)
         return;
     c->ended = true;
     ev_timer_stop(h->loop, &c->wait_tick);
-    if (c->req) {
+    if (c->rs) {
+        /* its stream ends without an answer */
+        end_stream(c);
+        c->status = 200;
+        report(c);
+    } else if (c->req) {
         /* nobody answered it: the client is told, not left waiting */
         struct mx_req *req = take_req(c);
         if (c->sse) {
@@ -440,11 +465,13 @@ void mx_call_status(struct mx_call *c, int status)
 void mx_call_end_empty(struct mx_call *c)
 {
     bool sse = c->sse;
+    bool streamed = c->rs != NULL;
     struct mx_req *req = take_req(c);
-    if (req == NULL)
+    if (req == NULL && !streamed)
         return;
     mx_call_hold(c);
-    if (sse || mx_sse_start(req) == 0)
+    end_stream(c);
+    if (req && (sse || mx_sse_start(req) == 0))
         mx_req_end(req);
     c->cancelled = true;
     finish(c, 200, true);
@@ -463,18 +490,13 @@ void mx_call_handoff(struct mx_call *c, int status)
  * becomes SSE. As mx_call_send. */
 static int send_text(struct mx_call *c, struct mx_str text)
 {
-    if (c->ended || c->req == NULL)
+    if (c->ended || !answering(c))
         return MX_ECLOSED;
-    if (!c->sse) {
-        if (mx_sse_start(c->req) != 0) {
-            c->req = NULL; /* gone: on_abort will not come */
-            client_gone(c);
-            return MX_ECLOSED;
-        }
-        c->sse = true;
-    }
+    if (!c->sse && mx_call_stream(c) != 0)
+        return MX_ECLOSED;
     mx_callhub_trace(c->hub, "s2c", c->trace_session, text);
-    int rc = mx_sse_write_event(c->req, text, SSE_OUT_CAP);
+    int rc = c->rs ? mx_rstream_send(c->rs, text, SSE_OUT_CAP)
+                   : mx_sse_write_event(c->req, text, SSE_OUT_CAP);
     if (rc == MX_ELIMIT) {
         mx_log_warn(SUBSYS, "a message over %u bytes for a client was dropped", SSE_OUT_CAP);
         rc = 0;
@@ -488,9 +510,69 @@ static int send_text(struct mx_call *c, struct mx_str text)
     return rc;
 }
 
+/* The client left the resumable stream, drained it or came back. */
+static void stream_event(struct mx_rstream *rs, void *data)
+{
+    struct mx_call *c = data;
+    struct ev_loop *loop = c->hub->loop;
+    if (!mx_rstream_attached(rs)) {
+        /* MCP 2025-06-18, Streamable HTTP: a disconnect is not a
+         * cancellation; the events wait in the stream for a resume */
+        if (!ev_is_active(&c->grace)) {
+            ev_timer_set(&c->grace, MX_CALL_RESUME_GRACE_S, 0.0);
+            ev_timer_start(loop, &c->grace);
+        }
+    } else {
+        ev_timer_stop(loop, &c->grace);
+    }
+    c->blocked = false;
+    if (c->rpc)
+        c->hub->ops.resume(c->rpc);
+}
+
+static void grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_call *c = mx_container_of(w, struct mx_call, grace);
+    (void)loop;
+    (void)revents;
+    if (c->rs == NULL || mx_rstream_attached(c->rs))
+        return;
+    mx_log_debug(SUBSYS, "call %llu: its client did not resume the stream within %.0f s",
+                 (unsigned long long)c->up_id, MX_CALL_RESUME_GRACE_S);
+    client_gone(c);
+}
+
+int mx_call_stream(struct mx_call *c)
+{
+    if (c->ended || !answering(c))
+        return MX_ECLOSED;
+    if (c->sse)
+        return 0;
+    struct mx_rstream *rs = c->view && c->view->stream ? c->view->stream(c) : NULL;
+    if (rs) {
+        struct mx_req *req = take_req(c);
+        c->rs = rs;
+        c->sse = true;
+        mx_rstream_set_producer(rs, stream_event, c);
+        if (mx_rstream_attach(rs, req, false, false, 0) != 0) {
+            end_stream(c); /* gone before it began: nothing to resume */
+            client_gone(c);
+            return MX_ECLOSED;
+        }
+        return 0;
+    }
+    if (mx_sse_start(c->req) != 0) {
+        c->req = NULL; /* gone: on_abort will not come */
+        client_gone(c);
+        return MX_ECLOSED;
+    }
+    c->sse = true;
+    return 0;
+}
+
 int mx_call_send(struct mx_call *c, const json_t *msg)
 {
-    if (c->ended || c->req == NULL)
+    if (c->ended || !answering(c))
         return MX_ECLOSED;
     mx_call_hold(c);
     char *text = mx_rpc_dump(msg);
@@ -507,6 +589,11 @@ static void reply_text(struct mx_call *c, struct mx_str text, int status)
     mx_call_hold(c);
     if (!c->sse) {
         respond_text(c, status, NULL, 0, text);
+    } else if (c->rs) {
+        if (send_text(c, text) != MX_ECLOSED && c->rs) {
+            end_stream(c);
+            finish(c, 200, true);
+        }
     } else if (send_text(c, text) != MX_ECLOSED && c->req) {
         struct mx_req *req = take_req(c);
         mx_req_end(req);
@@ -517,7 +604,7 @@ static void reply_text(struct mx_call *c, struct mx_str text, int status)
 
 void mx_call_reply(struct mx_call *c, json_t *payload, bool is_error, int status)
 {
-    if (c->req == NULL)
+    if (!answering(c))
         return;
     json_t *r = json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id",
                           c->client_id ? c->client_id : json_null(), is_error ? "error" : "result",
@@ -530,7 +617,7 @@ void mx_call_reply(struct mx_call *c, json_t *payload, bool is_error, int status
 
 void mx_call_result_text(struct mx_call *c, struct mx_str raw)
 {
-    if (c->req == NULL)
+    if (!answering(c))
         return;
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
     char *id = c->client_id ? mx_rpc_dump(c->client_id) : NULL;
@@ -569,7 +656,7 @@ static void wait_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct mx_call *c = mx_container_of(w, struct mx_call, wait_tick);
     (void)revents;
-    if (c->token == NULL || c->req == NULL || c->orphan) {
+    if (c->token == NULL || !answering(c) || c->orphan) {
         ev_timer_stop(loop, w);
         return;
     }
@@ -587,11 +674,11 @@ static void rpc_wait(struct mx_uprpc *rpc, void *data)
 {
     struct mx_call *c = data;
     (void)rpc;
-    if (c->token == NULL || c->req == NULL || c->orphan || ev_is_active(&c->wait_tick))
+    if (c->token == NULL || !answering(c) || c->orphan || ev_is_active(&c->wait_tick))
         return;
     mx_call_hold(c);
     send_wait_progress(c);
-    if (!c->ended && !c->orphan && c->req) {
+    if (!c->ended && !c->orphan && answering(c)) {
         ev_timer_set(&c->wait_tick, WAIT_TICK_S, WAIT_TICK_S);
         ev_timer_start(c->hub->loop, &c->wait_tick);
     }
@@ -694,7 +781,7 @@ static void deliver(struct mx_call *c, json_t *resp, struct mx_str raw,
         mx_call_release(c);
         return;
     }
-    if (raw.p && c->req && v && v->answer_raw && v->answer_raw(c)) {
+    if (raw.p && answering(c) && v && v->answer_raw && v->answer_raw(c)) {
         mx_call_result_text(c, raw);
         mx_call_release(c);
         return;
@@ -721,7 +808,7 @@ static void deliver(struct mx_call *c, json_t *resp, struct mx_str raw,
         is_error = true;
         payload = mx_upfail_error(c->up->cfg, fail);
     }
-    if (c->req) {
+    if (answering(c)) {
         mx_call_reply(c, payload, is_error, status);
     } else if (v && v->keep && v->keep(c, payload, is_error)) {
         c->kept = true;
@@ -828,7 +915,7 @@ void mx_call_cancel(struct mx_call *c, const char *reason)
         c->mapped = false;
     }
     c->kept = false;
-    if (c->req) {
+    if (answering(c)) {
         mx_call_end_empty(c);
     }
     if (!c->ended) {
@@ -851,7 +938,11 @@ void mx_call_close(struct mx_call *c, const char *reason, int status, int code, 
     if (!c->orphan)
         cancel_note(c, reason);
     c->kept = false;
-    if (c->req) {
+    if (c->rs) {
+        c->cancelled = true;
+        end_stream(c);
+        finish(c, 200, true);
+    } else if (c->req) {
         c->cancelled = true;
         if (c->sse) {
             struct mx_req *req = take_req(c);

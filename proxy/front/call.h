@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "req.h"
+#include "rstream.h"
 #include "upsess.h"
 
 struct mx_call;
@@ -185,6 +186,11 @@ struct mx_call_view {
     void (*ended)(struct mx_call *c);
     /* The last reference went: free |c->data|. */
     void (*clear)(struct mx_call *c);
+    /* The answer becomes SSE: a resumable stream to carry it (kept by the
+     * view's session), or NULL for a plain one. A client that leaves a
+     * resumable stream has MX_CALL_RESUME_GRACE_S to come back with GET and
+     * Last-Event-ID before the call is cancelled; meanwhile it goes on. */
+    struct mx_rstream *(*stream)(struct mx_call *c);
     /* other notifications on the call's stream go to the client */
     bool pass_other;
     /* the reason upstream hears when the client goes away */
@@ -192,6 +198,9 @@ struct mx_call_view {
 };
 
 typedef void (*mx_call_gone_cb)(struct mx_call *c, void *data);
+
+/* How long a call whose client left its resumable stream goes on. */
+#define MX_CALL_RESUME_GRACE_S 5.0
 
 /*
  * Fields marked (ro) may be read by views; the rest is the core's.
@@ -203,9 +212,11 @@ struct mx_call {
     const struct mx_call_view *view; /* (ro) mx_call_set_view() */
     void *data;                      /* the view's; freed by view->clear */
     void *owner;                     /* the view's: the client session, or NULL */
-    struct mx_req *req; /* (ro) the client request being answered; NULL once answered or gone */
-    json_t *client_id;  /* (ro) its JSON-RPC id; NULL: none known */
-    json_t *token;      /* (ro) its progress token, or NULL */
+    struct mx_req *req;    /* (ro) the client request being answered; NULL once answered or gone */
+    struct mx_rstream *rs; /* (ro) the resumable stream the SSE answer goes to, which carries
+                            * |req| from then on (NULL in |req|); NULL: none */
+    json_t *client_id;     /* (ro) its JSON-RPC id; NULL: none known */
+    json_t *token;         /* (ro) its progress token, or NULL */
     const char *trace_session; /* borrowed: the client session's id for the trace */
     struct mx_upstream *up;    /* (ro) accounted to it: where it went, or the endpoint's */
     const char *log_prefix;    /* logger prefix of upstream log messages, or NULL */
@@ -228,6 +239,7 @@ struct mx_call {
     mx_call_gone_cb on_gone;
     void *gone_data;
     ev_timer wait_tick;
+    ev_timer grace; /* the client left |rs|: it has this long to resume it */
     int wait_n;
     int status;
     unsigned long req_id;
@@ -284,6 +296,11 @@ void mx_call_end_empty(struct mx_call *c);
  * forgets it, its handler cleared (hand it over after this); accounted
  * with |status|, or not at all with 0. */
 void mx_call_handoff(struct mx_call *c, int status);
+
+/* The answer becomes SSE now (the view's resumable stream, which primes
+ * it, when the view gives one), before any message. Returns 0 or
+ * MX_ECLOSED (no client request). */
+int mx_call_stream(struct mx_call *c);
 
 /*
  * Send |msg| (borrowed) on the call's answer, which becomes SSE. Returns 0,

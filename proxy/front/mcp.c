@@ -30,11 +30,17 @@
 
 #define SSE_OUT_CAP (16u * 1024 * 1024)
 #define WAIT_INIT   (-1) /* a wait's |what|: initialize; else the list kind */
+/* A routed call of a session that primes (MCP 2025-11-25) not answered
+ * within this long starts its resumable SSE answer, so that its client
+ * holds an event id to resume it with. */
+#define PRIME_AFTER_S 1.0
 
 /* A routed call of a 2025 session (the call's view data). */
 struct lcall {
+    struct mx_call *c; /* back-pointer */
     struct mx_session *s;
     struct mx_mcpup *u;
+    ev_timer prime;
     int sub_op; /* +1 resources/subscribe, -1 unsubscribe, 0 neither */
     char *sub_uri;
 };
@@ -183,17 +189,42 @@ static bool lcall_answer_raw(struct mx_call *c)
 
 static void lcall_ended(struct mx_call *c)
 {
-    lcall_of(c)->s->busy--;
+    struct lcall *lc = lcall_of(c);
+    ev_timer_stop(lc->u->m->loop, &lc->prime);
+    lc->s->busy--;
 }
 
 static void lcall_clear(struct mx_call *c)
 {
     struct lcall *lc = lcall_of(c);
+    ev_timer_stop(lc->u->m->loop, &lc->prime);
     free(lc->sub_uri);
     free(lc);
 }
 
+/* MCP 2025-03-26, Resumability and Redelivery: every SSE answer of a
+ * session is a stream it can resume; a batch's elements go out on the
+ * batch's own answer. */
+static struct mx_rstream *lcall_stream(struct mx_call *c)
+{
+    if (c->req == NULL || mx_batch_is_element(c->req))
+        return NULL;
+    return mx_session_stream_new(lcall_of(c)->s);
+}
+
+static void prime_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct lcall *lc = mx_container_of(w, struct lcall, prime);
+    (void)loop;
+    (void)revents;
+    struct mx_call *c = lc->c;
+    mx_call_hold(c);
+    mx_call_stream(c);
+    mx_call_release(c);
+}
+
 static const struct mx_call_view legacy_view = {
+    .stream = lcall_stream,
     .question = lcall_question,
     .withdrawn = lcall_unsolicited,
     .broadcast = lcall_unsolicited,
@@ -239,9 +270,13 @@ static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, 
 {
     struct sessx *sx = s->owner;
     struct lcall *lc = mx_xcalloc(1, sizeof(*lc));
+    lc->c = c;
     lc->s = s;
     lc->u = u;
     lc->sub_op = sub_op;
+    ev_timer_init(&lc->prime, prime_cb, PRIME_AFTER_S, 0.0);
+    if (mx_session_primes(s) && c->req && !mx_batch_is_element(c->req))
+        ev_timer_start(m->loop, &lc->prime);
     lc->sub_uri = sub_uri ? mx_xstrdup(sub_uri) : NULL;
     mx_call_set_view(c, &legacy_view, lc);
     s->busy++; /* the session is not idle meanwhile */
@@ -960,6 +995,47 @@ static void post(struct mx_mcp *m, struct mx_mcpup *scope, struct mx_call *c)
     json_decref(msg);
 }
 
+/* MCP 2025-03-26, Resumability and Redelivery: a GET with Last-Event-ID
+ * resumes the stream that id names, from the event after it. */
+static void resume(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, struct mx_str id)
+{
+    char text[400];
+    uint64_t oldest = 0;
+    int rc = mx_session_resume(s, NULL, id, &oldest);
+    if (rc == MX_EINVAL) {
+        mx_call_error(c, 400, MX_RPC_INVALID_REQUEST,
+                      "Bad Request: Last-Event-ID is not an event id mcplex sent on this session; "
+                      "open the GET stream without it, or send the request again",
+                      NULL);
+        return;
+    }
+    /* the id parsed: it is digits and one dash, safe to quote */
+    int idlen = (int)(id.len < 48 ? id.len : 48);
+    if (rc == MX_ENOTFOUND) {
+        snprintf(text, sizeof(text),
+                 "Bad Request: Last-Event-ID %.*s names no stream or event of this session "
+                 "(a session keeps its GET stream and its last %d answer streams); send the "
+                 "request again",
+                 idlen, id.p, MX_SESSION_STREAMS_KEPT);
+        mx_call_error(c, 400, MX_RPC_INVALID_REQUEST, text, NULL);
+        return;
+    }
+    if (rc == MX_ELIMIT) {
+        snprintf(text, sizeof(text),
+                 "Bad Request: the events after Last-Event-ID %.*s are no longer kept (the "
+                 "stream's buffer dropped them up to %llu; [listen] stream_buffer_events = %lld, "
+                 "stream_buffer_bytes = %lld); send the request again, or raise those bounds",
+                 idlen, id.p, (unsigned long long)oldest,
+                 (long long)m->cfg->listen.stream_buffer_events,
+                 (long long)m->cfg->listen.stream_buffer_bytes);
+        mx_call_error(c, 400, MX_RPC_INVALID_REQUEST, text, NULL);
+        return;
+    }
+    struct mx_req *req = c->req;
+    mx_call_handoff(c, 200); /* the stream's from now on */
+    mx_session_resume(s, req, id, &oldest);
+}
+
 /* The guard let only an SSE stream request through (mx_rev_accepts). */
 static void get(struct mx_mcp *m, struct mx_mcpup *scope, struct mx_call *c)
 {
@@ -967,7 +1043,12 @@ static void get(struct mx_mcp *m, struct mx_mcpup *scope, struct mx_call *c)
     struct mx_session *s = session_from(m, scope, c);
     if (s == NULL)
         return;
-    if (s->get) {
+    const struct mx_str *last = mx_req_header(c->req, "Last-Event-ID");
+    if (last) {
+        resume(m, s, c, *last);
+        return;
+    }
+    if (mx_session_has_get(s)) {
         /* one GET stream per session, as the TS SDK server does */
         mx_call_error(c, 409, MX_RPC_INVALID_REQUEST,
                       "Conflict: this session already has a GET stream", NULL);
@@ -1059,6 +1140,9 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
         mx_fatal(SUBSYS, "RAND_bytes failed");
     m->sessions = mx_session_table_new(env->loop, env->cfg->listen.session_idle_ms,
                                        (size_t)env->cfg->listen.max_sessions, &cbs, m);
+    struct mx_rstream_limits lim = {(size_t)env->cfg->listen.stream_buffer_events,
+                                    (size_t)env->cfg->listen.stream_buffer_bytes};
+    mx_session_table_set_limits(m->sessions, &lim);
     mcp_up_init(m, env->ups, env->up_cnt);
     m->modern = mcp_modern_new(m);
     return m;

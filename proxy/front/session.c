@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The client session table: a list with lookup by id (constant-time
- * compare), idle timers, GET streams with a bounded queue, and a reaper (an
+ * compare), idle timers, the resumable streams of each session, and a reaper (an
  * ev_prepare) that frees closed sessions at the start of the next loop
  * iteration, so no session is freed inside a callback that still uses it.
  */
@@ -22,10 +22,9 @@
 
 #define SUBSYS "session"
 
-struct mx_session_qmsg {
-    struct mx_session_qmsg *next;
-    char *text;
-    size_t len;
+struct mx_session_stream {
+    struct mx_session_stream *next;
+    struct mx_rstream *rs;
 };
 
 struct mx_session_table {
@@ -40,6 +39,7 @@ struct mx_session_table {
     ev_prepare reaper;
     uint64_t next_key;
     struct mx_limit_log full; /* refusals over |max| */
+    struct mx_rstream_limits lim;
 };
 
 static size_t live_cnt;
@@ -49,22 +49,15 @@ size_t mx_session_live_cnt(void)
     return live_cnt;
 }
 
-static void q_drop_head(struct mx_session *s)
-{
-    struct mx_session_qmsg *q = s->q_head;
-    s->q_head = q->next;
-    if (s->q_head == NULL)
-        s->q_tail = NULL;
-    s->q_cnt--;
-    s->q_bytes -= q->len;
-    free(q->text);
-    free(q);
-}
-
 static void session_free(struct mx_session *s)
 {
-    while (s->q_head)
-        q_drop_head(s);
+    while (s->streams) {
+        struct mx_session_stream *st = s->streams;
+        s->streams = st->next;
+        mx_rstream_free(st->rs);
+        free(st);
+    }
+    mx_rstream_free(s->get);
     json_decref(s->init_params);
     free(s);
     live_cnt--;
@@ -87,7 +80,10 @@ static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct mx_session *s = mx_container_of(w, struct mx_session, idle);
     (void)loop;
     (void)revents;
-    if (s->get || s->busy) {
+    bool attached = s->get && mx_rstream_attached(s->get);
+    for (struct mx_session_stream *st = s->streams; st && !attached; st = st->next)
+        attached = mx_rstream_attached(st->rs);
+    if (attached || s->busy) {
         /* a client holding its GET stream open, or waiting for an answer,
          * is not idle */
         ev_timer_again(s->t->loop, &s->idle);
@@ -103,14 +99,9 @@ static void keepalive_cb(struct ev_loop *loop, ev_timer *w, int revents)
     struct mx_session *s = mx_container_of(w, struct mx_session, keepalive);
     (void)loop;
     (void)revents;
-    if (s->get == NULL || s->get_blocked)
-        return;
     /* an SSE comment keeps intermediaries from timing the stream out */
-    int rc = mx_req_write(s->get, ": keepalive\n\n", 13);
-    if (rc == MX_EAGAIN)
-        s->get_blocked = true;
-    else if (rc)
-        s->get = NULL;
+    if (s->get)
+        mx_rstream_comment(s->get, MX_STR_LIT(": keepalive\n\n"));
 }
 
 struct mx_session_table *mx_session_table_new(struct ev_loop *loop, int64_t idle_ms, size_t max,
@@ -123,8 +114,15 @@ struct mx_session_table *mx_session_table_new(struct ev_loop *loop, int64_t idle
     t->cbs = *cbs;
     t->data = data;
     t->next_key = 1;
+    t->lim.max_events = MX_SESSION_QUEUE_MAX;
+    t->lim.max_bytes = MX_SESSION_QUEUE_BYTES;
     ev_prepare_init(&t->reaper, reap_cb);
     return t;
+}
+
+void mx_session_table_set_limits(struct mx_session_table *t, const struct mx_rstream_limits *lim)
+{
+    t->lim = *lim;
 }
 
 void mx_session_table_free(struct mx_session_table *t)
@@ -214,11 +212,8 @@ size_t mx_session_cnt(const struct mx_session_table *t)
 
 void mx_session_end_get(struct mx_session *s)
 {
-    if (s->get) {
-        struct mx_req *g = s->get;
-        s->get = NULL;
-        mx_req_end(g);
-    }
+    if (s->get)
+        mx_rstream_end_req(s->get);
     ev_timer_stop(s->t->loop, &s->keepalive);
 }
 
@@ -246,86 +241,95 @@ void mx_session_close(struct mx_session *s)
         ev_prepare_start(t->loop, &t->reaper);
 }
 
-/* Write queued messages while the stream takes them. */
-static void flush(struct mx_session *s)
+/* MCP 2025-11-25, Streamable HTTP: only clients of that revision or later
+ * expect the priming event (an empty data field). */
+bool mx_session_primes(const struct mx_session *s)
 {
-    while (s->get && !s->get_blocked && s->q_head) {
-        struct mx_session_qmsg *q = s->q_head;
-        int rc = mx_req_write(s->get, q->text, q->len);
-        if (rc && rc != MX_EAGAIN) {
-            s->get = NULL; /* MX_ECLOSED: the request is gone */
-            ev_timer_stop(s->t->loop, &s->keepalive);
-            return;
-        }
-        q_drop_head(s);
-        if (rc == MX_EAGAIN)
-            s->get_blocked = true;
-    }
+    return strcmp(s->version, "2025-11-25") >= 0;
 }
 
-static void get_drain(struct mx_req *req, void *data)
+static struct mx_rstream *get_stream(struct mx_session *s)
 {
-    struct mx_session *s = data;
-    (void)req;
-    s->get_blocked = false;
-    flush(s);
+    if (s->get == NULL)
+        s->get = mx_rstream_new(0, &s->t->lim, mx_session_primes(s));
+    return s->get;
 }
 
-static void get_abort(struct mx_req *req, void *data)
+bool mx_session_has_get(const struct mx_session *s)
 {
-    struct mx_session *s = data;
-    (void)req;
-    s->get = NULL;
-    s->get_blocked = false;
-    ev_timer_stop(s->t->loop, &s->keepalive);
+    return s->get && mx_rstream_attached(s->get);
 }
 
 int mx_session_attach_get(struct mx_session *s, struct mx_req *req)
 {
-    if (s->get)
+    struct mx_rstream *rs = get_stream(s);
+    if (mx_rstream_attached(rs))
         return MX_EEXIST;
-    if (mx_sse_start(req) != 0)
-        return MX_ECLOSED;
-    s->get = req;
-    s->get_blocked = false;
-    mx_req_set_handler(req, get_drain, get_abort, s);
-    ev_timer_again(s->t->loop, &s->keepalive);
-    flush(s);
-    return 0;
+    int rc = mx_rstream_attach(rs, req, false, false, 0);
+    if (rc == 0)
+        ev_timer_again(s->t->loop, &s->keepalive);
+    return rc;
+}
+
+struct mx_rstream *mx_session_stream_new(struct mx_session *s)
+{
+    /* the oldest ended stream goes first; live ones stay (each is a call
+     * in flight, which the id tables bound) */
+    while (s->stream_cnt >= MX_SESSION_STREAMS_KEPT) {
+        struct mx_session_stream **old = NULL;
+        for (struct mx_session_stream **pp = &s->streams; *pp; pp = &(*pp)->next) {
+            if (mx_rstream_is_ended((*pp)->rs))
+                old = pp;
+        }
+        if (old == NULL)
+            break;
+        struct mx_session_stream *st = *old;
+        *old = st->next;
+        mx_rstream_free(st->rs);
+        free(st);
+        s->stream_cnt--;
+    }
+    struct mx_session_stream *st = mx_xcalloc(1, sizeof(*st));
+    st->rs = mx_rstream_new(++s->stream_nos, &s->t->lim, mx_session_primes(s));
+    st->next = s->streams;
+    s->streams = st;
+    s->stream_cnt++;
+    return st->rs;
+}
+
+int mx_session_resume(struct mx_session *s, struct mx_req *req, struct mx_str id, uint64_t *oldest)
+{
+    uint64_t no, seq;
+    struct mx_rstream *rs = NULL;
+    if (mx_rstream_parse_id(id, &no, &seq) != 0)
+        return MX_EINVAL;
+    if (no == 0) {
+        rs = get_stream(s);
+    } else {
+        for (struct mx_session_stream *st = s->streams; st && rs == NULL; st = st->next) {
+            if (mx_rstream_no(st->rs) == no)
+                rs = st->rs;
+        }
+    }
+    if (rs == NULL)
+        return MX_ENOTFOUND;
+    int rc = mx_rstream_attach(rs, req, false, true, seq);
+    if (rc == MX_ELIMIT)
+        *oldest = mx_rstream_oldest(rs);
+    if (rc == 0 && req && rs == s->get)
+        ev_timer_again(s->t->loop, &s->keepalive);
+    return rc;
 }
 
 void mx_session_push(struct mx_session *s, const json_t *msg)
 {
-    struct mx_buf b;
     char *text = json_dumps(msg, JSON_COMPACT);
     if (text == NULL || s->closed) {
         free(text);
         return;
     }
-    mx_buf_init(&b, MX_SESSION_QUEUE_BYTES);
-    int rc = mx_sse_encode(&b, "message", NULL, mx_str_cstr(text));
-    free(text);
-    if (rc) {
+    if (mx_rstream_send(get_stream(s), mx_str_cstr(text), MX_SESSION_QUEUE_BYTES) == MX_ELIMIT)
         mx_log_warn(SUBSYS, "session %.8s...: a message over %u bytes was dropped", s->id,
                     MX_SESSION_QUEUE_BYTES);
-        mx_buf_clear(&b);
-        return;
-    }
-    struct mx_session_qmsg *q = mx_xcalloc(1, sizeof(*q));
-    q->len = mx_buf_len(&b);
-    q->text = mx_xstrndup(mx_buf_data(&b), q->len);
-    mx_buf_clear(&b);
-    while (s->q_head &&
-           (s->q_cnt + 1 > MX_SESSION_QUEUE_MAX || s->q_bytes + q->len > MX_SESSION_QUEUE_BYTES)) {
-        mx_log_debug(SUBSYS, "session %.8s...: queue full; dropping the oldest message", s->id);
-        q_drop_head(s);
-    }
-    if (s->q_tail)
-        s->q_tail->next = q;
-    else
-        s->q_head = q;
-    s->q_tail = q;
-    s->q_cnt++;
-    s->q_bytes += q->len;
-    flush(s);
+    free(text);
 }

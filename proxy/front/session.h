@@ -3,9 +3,11 @@
  * Client sessions of /mcp and /mcp/<server> (MCP 2025-03-26 to 2025-11-25, Session
  * Management): mcplex's own Mcp-Session-Id (128 random bits), the client's
  * initialize parameters, the negotiated version and log level, expiry after
- * idle time, and the session's GET stream, on which notifications and
- * requests that belong to no client request are written as SSE (queued,
- * bounded, while the stream is absent or slow). The table owns the
+ * idle time, and the session's SSE streams (rstream.h): the GET stream, on
+ * which notifications and requests that belong to no client request are
+ * written (kept, bounded, while the stream is absent or slow), and the
+ * answer streams of its POSTs, which a client resumes with GET and
+ * Last-Event-ID (MCP 2025-03-26, Resumability and Redelivery). The table owns the
  * sessions; closing one tells the owner (who ends what hangs off it) and
  * frees it from the loop, never inside a caller's stack.
  *
@@ -24,17 +26,21 @@
 #include <jansson.h>
 
 #include "req.h"
+#include "rstream.h"
 #include "str.h"
 
-#define MX_SESSION_ID_LEN      32 /* hex characters */
+#define MX_SESSION_ID_LEN 32 /* hex characters */
+/* What each stream keeps for a resume unless the table is told otherwise
+ * ([listen] stream_buffer_events and stream_buffer_bytes). */
 #define MX_SESSION_QUEUE_MAX   256
 #define MX_SESSION_QUEUE_BYTES (4u * 1024 * 1024)
-#define MX_SESSION_KEEPALIVE_S 25.0
+/* Ended answer streams a session keeps for a resume; the oldest goes. */
+#define MX_SESSION_STREAMS_KEPT 16
+#define MX_SESSION_KEEPALIVE_S  25.0
 /* Retry-After (seconds) on a 503 for an initialize over [listen] max_sessions. */
 #define MX_SESSION_RETRY_AFTER "10"
 
 struct mx_session_table;
-struct mx_session_qmsg;
 
 struct mx_session {
     char id[MX_SESSION_ID_LEN + 1];
@@ -53,12 +59,12 @@ struct mx_session {
     ev_timer idle;
     ev_timer keepalive;
 
-    struct mx_req *get; /* the GET stream, or NULL */
-    bool get_blocked;   /* its output is above the watermark */
-    struct mx_session_qmsg *q_head;
-    struct mx_session_qmsg *q_tail;
-    size_t q_cnt;
-    size_t q_bytes;
+    /* its SSE streams (rstream.h), newest first: number 0 is the GET
+     * stream, made on first use; the others carry answers to POSTs */
+    struct mx_rstream *get;
+    struct mx_session_stream *streams;
+    size_t stream_cnt;
+    uint64_t stream_nos; /* the last stream number handed out */
 
     void *owner; /* the aggregate's per-session state */
 };
@@ -79,6 +85,9 @@ void mx_session_table_free(struct mx_session_table *t);
 /* A new session, or NULL when |max| are live (logged once per quiet
  * period, limit.h; the caller answers 503 with MX_SESSION_RETRY_AFTER). */
 struct mx_session *mx_session_new(struct mx_session_table *t);
+/* Each stream of the table's sessions keeps what |lim| says (default
+ * MX_SESSION_QUEUE_MAX events, MX_SESSION_QUEUE_BYTES bytes). */
+void mx_session_table_set_limits(struct mx_session_table *t, const struct mx_rstream_limits *lim);
 /* Sessions refused because |max| were live, since the table was made. */
 uint64_t mx_session_refused_cnt(const struct mx_session_table *t);
 /* The live session with |id|, or NULL; restarts its idle timer. */
@@ -98,11 +107,30 @@ void mx_session_close(struct mx_session *s);
  * MX_ECLOSED (|req| is gone; forget it).
  */
 int mx_session_attach_get(struct mx_session *s, struct mx_req *req);
-/* End the GET stream, if any (shutdown). */
+/* Whether a client request carries the GET stream now. */
+bool mx_session_has_get(const struct mx_session *s);
+/* End the GET stream's request, if any (shutdown, a retired server). */
 void mx_session_end_get(struct mx_session *s);
 
-/* Send |msg| (borrowed) on the GET stream, or queue it until one opens; the
- * oldest queued messages go when the queue is over its bounds. */
+/*
+ * A GET with Last-Event-ID |id|: |req| carries the stream that id names
+ * from the event after it (rstream.h, mx_rstream_attach). Returns 0,
+ * MX_EINVAL (not an id mcplex gave), MX_ENOTFOUND (no such stream or
+ * event in this session), MX_ELIMIT (events after it were dropped; the
+ * oldest it may name in |*oldest|) or MX_ECLOSED (|req| is gone). With
+ * |req| NULL only the checks are made.
+ */
+int mx_session_resume(struct mx_session *s, struct mx_req *req, struct mx_str id, uint64_t *oldest);
+
+/* Whether the session's streams start with a priming event (MCP
+ * 2025-11-25 and later). */
+bool mx_session_primes(const struct mx_session *s);
+/* A new stream for the answer to a POST (the session keeps it for a
+ * resume after it ended, MX_SESSION_STREAMS_KEPT at most). */
+struct mx_rstream *mx_session_stream_new(struct mx_session *s);
+
+/* Send |msg| (borrowed) on the GET stream, or keep it until one opens; the
+ * oldest go when the stream's buffer is over its bounds. */
 void mx_session_push(struct mx_session *s, const json_t *msg);
 
 /* Live session objects, for leak checks. */

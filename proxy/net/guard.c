@@ -141,12 +141,17 @@ bool mx_guard_header_value_ok(struct mx_str v)
     return true;
 }
 
-/* /mcp or /mcp/<anything>: the MCP endpoints, whose GET opens an SSE stream. */
+static bool under(struct mx_str path, struct mx_str top)
+{
+    return path.len >= top.len && memcmp(path.p, top.p, top.len) == 0 &&
+           (path.len == top.len || path.p[top.len] == '/');
+}
+
+/* /mcp, /sse (MCP 2024-11-05, HTTP with SSE) or below them: the MCP
+ * endpoints, whose GET opens an SSE stream. */
 static bool mcp_path(struct mx_str path)
 {
-    static const struct mx_str mcp = {"/mcp", 4};
-    return path.len >= mcp.len && memcmp(path.p, mcp.p, mcp.len) == 0 &&
-           (path.len == mcp.len || path.p[mcp.len] == '/');
+    return under(path, MX_STR_LIT("/mcp")) || under(path, MX_STR_LIT("/sse"));
 }
 
 enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struct mx_guard_req *req)

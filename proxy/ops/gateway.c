@@ -13,11 +13,16 @@
 #include "alloc.h"
 #include "buf.h"
 #include "gateway.h"
+#include "legacy.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "rpc.h"
 #include "suggest.h"
+
+/* What one message of an HTTP+SSE client's stream may hold, as the SSE
+ * answers of /mcp (mcp.c). */
+#define LEGACY_EVENT_MAX (16u * 1024 * 1024)
 
 void mx_gateway_error(struct mx_req *req, int status, const char *msg)
 {
@@ -152,6 +157,28 @@ static void no_such_server(struct mx_gateway *gw, struct mx_req *req, struct mx_
     free(body);
 }
 
+/* /mcp/<name>: the endpoint of server |name|, or the list of servers. */
+static void serve_mcp(struct mx_gateway *gw, struct mx_req *req, struct mx_str name)
+{
+    struct mx_upstream *up = mx_gateway_upstream(gw, name);
+    if (up == NULL) {
+        no_such_server(gw, req, name);
+        return;
+    }
+    mx_mcp_serve_one(gw->mcp, up, req);
+}
+
+/* A message of an HTTP+SSE client, as a request at /mcp or /mcp/<server>
+ * (legacy.h); the server may have gone in a reload since its stream opened. */
+static void legacy_dispatch(struct mx_req *inner, const char *server, void *data)
+{
+    struct mx_gateway *gw = data;
+    if (server)
+        serve_mcp(gw, inner, mx_str_cstr(server));
+    else
+        mx_mcp_serve(gw->mcp, inner);
+}
+
 static void on_request(struct mx_req *req, void *data)
 {
     struct mx_gateway *gw = data;
@@ -176,6 +203,7 @@ static void on_request(struct mx_req *req, void *data)
         mx_req_add_response_header(req, "Vary", "Origin");
     }
     const struct mx_str mcp_prefix = MX_STR_LIT("/mcp/");
+    const struct mx_str sse_prefix = MX_STR_LIT("/sse/");
 
     if (mx_str_eq(path, MX_STR_LIT("/health"))) {
         if (!mx_str_eq(method, MX_STR_LIT("GET"))) {
@@ -194,17 +222,25 @@ static void on_request(struct mx_req *req, void *data)
         return;
     }
     if (mx_str_has_prefix(path, mcp_prefix)) {
-        struct mx_str name = mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len);
+        serve_mcp(gw, req, mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len));
+        return;
+    }
+    if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
+        mx_mcp_serve(gw->mcp, req);
+        return;
+    }
+    if (mx_str_has_prefix(path, sse_prefix)) {
+        struct mx_str name = mx_str_make(path.p + sse_prefix.len, path.len - sse_prefix.len);
         struct mx_upstream *up = mx_gateway_upstream(gw, name);
         if (up == NULL) {
             no_such_server(gw, req, name);
             return;
         }
-        mx_mcp_serve_one(gw->mcp, up, req);
+        mx_legacy_serve(gw->legacy, up->cfg->name, req);
         return;
     }
-    if (mx_str_eq(path, MX_STR_LIT("/mcp"))) {
-        mx_mcp_serve(gw->mcp, req);
+    if (mx_str_eq(path, MX_STR_LIT("/sse"))) {
+        mx_legacy_serve(gw->legacy, NULL, req);
         return;
     }
     mx_gateway_error(req, 404, "not found");
@@ -329,6 +365,8 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
                                gw->uclient,   {on_call_done, on_trace, on_dropped, gw},
                                NULL};
     gw->mcp = mx_mcp_new(&env);
+    gw->legacy = mx_legacy_new(loop, (size_t)cfg->listen.max_sessions, LEGACY_EVENT_MAX,
+                               legacy_dispatch, gw);
     mx_httpd_opts_default(&hopts);
     hopts.max_body = (size_t)cfg->listen.max_body;
     hopts.max_header = (size_t)cfg->listen.max_header;
@@ -365,6 +403,8 @@ void mx_gateway_free(struct mx_gateway *gw)
     if (gw == NULL)
         return;
     mx_httpd_free(gw->httpd);
+    /* its requests are the endpoints' until they are aborted */
+    mx_legacy_free(gw->legacy);
     /* after the connections (their requests end first), before the uclient */
     mx_mcp_free(gw->mcp);
     ev_timer_stop(gw->loop, &gw->retire_timer);

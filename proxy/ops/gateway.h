@@ -55,6 +55,7 @@ struct mx_gateway {
     struct mx_uclient *uclient;
     struct mx_trace *trace;
     struct mx_mcp *mcp;         /* the MCP endpoints, /mcp and /mcp/<server> (mcp.h) */
+    struct mx_legacy *legacy;   /* HTTP+SSE at /sse and /sse/<server> (legacy.h) */
     struct mx_metrics *metrics; /* GET /metrics (metrics.h) */
     struct mx_guard_cfg guard;
     char *listen_host;

@@ -45,6 +45,10 @@
 //                         SDK scenarios only. The result then has "stdio": its pid
 //                         and how it exited after the client closed its stdin
 //                         ("exit_after_eof_ms"; the SDK sends SIGTERM after 2 s).
+//   MX_CLIENT_TRANSPORT   "sse": speak the HTTP+SSE transport of MCP 2024-11-05
+//                         (SSEClientTransport: GET <url> for the stream, POST to
+//                         the URL its endpoint event names) instead of
+//                         Streamable HTTP; the SDK scenarios only
 //   MX_CLIENT_STDIO_LOG   with MX_CLIENT_STDIO: path prefix; the command's raw
 //                         stdout is appended to <prefix>.stdout, its stderr to
 //                         <prefix>.stderr, and its pid written to <prefix>.pid
@@ -56,6 +60,7 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
     CallToolResultSchema,
@@ -299,7 +304,10 @@ async function run(url, scenario, args, timeoutMs) {
     const headers = parseJsonEnv('MX_CLIENT_HEADERS', {});
     const stdioArgv = parseJsonEnv('MX_CLIENT_STDIO', null);
     const stdio = stdioArgv ? {} : null;
-    const transport = stdioArgv ? stdioTransport(stdioArgv, stdio) : new StreamableHTTPClientTransport(new URL(url), {
+    const legacy = process.env.MX_CLIENT_TRANSPORT === 'sse';
+    const transport = stdioArgv ? stdioTransport(stdioArgv, stdio) : legacy ? new SSEClientTransport(new URL(url), {
+        requestInit: { headers },
+    }) : new StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers },
         // One attempt: a test wants to see the failure, not the retries.
         reconnectionOptions: {

@@ -156,7 +156,7 @@ static void test_guard_get_needs_sse_accept(void **state)
     struct mx_guard_cfg open = {"127.0.0.1", NULL, 0, NULL};
     struct mx_str host = MX_STR_LIT("127.0.0.1"), sse = MX_STR_LIT("text/event-stream"),
                   img = MX_STR_LIT("image/*");
-    static const char *const paths[] = {"/mcp", "/mcp/files", "/mcp/a/b"};
+    static const char *const paths[] = {"/mcp", "/mcp/files", "/mcp/a/b", "/sse", "/sse/files"};
     (void)state;
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
         struct mx_guard_req r = {MX_STR_LIT("GET"), mx_str_cstr(paths[i]), &host, NULL, NULL, NULL};

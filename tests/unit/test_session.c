@@ -2,8 +2,9 @@
 /*
  * Client sessions of /mcp: unguessable ids, lookup (wrong length, unknown,
  * closed), the session cap at max and max+1, idle expiry on the loop (not
- * while busy), close telling the owner once, the queue of messages waiting
- * for a GET stream at its bounds, and nothing left after the table goes.
+ * while busy), close telling the owner once, the messages waiting for a GET
+ * stream at the bounds of its buffer and what a Last-Event-ID may resume,
+ * and nothing left after the table goes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
+#include "err.h"
 #include "session.h"
 
 static int closed;
@@ -85,33 +87,56 @@ static void test_session_idle_expiry(void **state)
     assert_int_equal(mx_session_live_cnt(), 0);
 }
 
+/* Whether a GET with Last-Event-ID |id| could resume now (the checks only). */
+static int can_resume(struct mx_session *s, const char *id, uint64_t *oldest)
+{
+    return mx_session_resume(s, NULL, mx_str_cstr(id), oldest);
+}
+
 static void test_session_queue_bounds(void **state)
 {
     struct ev_loop *loop = ev_default_loop(0);
+    uint64_t oldest = 0;
     (void)state;
     struct mx_session_table *t = mx_session_table_new(loop, 60000, 1, &cbs, NULL);
     struct mx_session *s = mx_session_new(t);
     json_t *msg = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", "notifications/x");
-    /* without a GET stream messages wait, up to the count bound */
+    /* without a GET stream messages wait, up to the count bound: a resume
+     * from before the first still finds them all */
     for (int i = 0; i < MX_SESSION_QUEUE_MAX; i++)
         mx_session_push(s, msg);
-    assert_int_equal(s->q_cnt, MX_SESSION_QUEUE_MAX);
+    assert_int_equal(can_resume(s, "0-0", &oldest), 0);
     mx_session_push(s, msg);
-    assert_int_equal(s->q_cnt, MX_SESSION_QUEUE_MAX); /* the oldest went */
+    assert_int_equal(can_resume(s, "0-0", &oldest), MX_ELIMIT); /* the oldest went */
+    assert_int_equal(oldest, 1);
+    assert_int_equal(can_resume(s, "0-1", &oldest), 0);
+    /* newer than the newest, another stream, not an id */
+    assert_int_equal(can_resume(s, "0-258", &oldest), MX_ENOTFOUND);
+    assert_int_equal(can_resume(s, "7-1", &oldest), MX_ENOTFOUND);
+    assert_int_equal(can_resume(s, "x", &oldest), MX_EINVAL);
+    assert_int_equal(can_resume(s, "0-", &oldest), MX_EINVAL);
     json_decref(msg);
-    /* and the byte bound: one big message pushes all older ones out */
-    size_t big = MX_SESSION_QUEUE_BYTES / 2;
+    mx_session_table_free(t);
+
+    /* the byte bound: one big message pushes all older ones out */
+    struct mx_rstream_limits lim = {1000, 64 * 1024};
+    t = mx_session_table_new(loop, 60000, 1, &cbs, NULL);
+    mx_session_table_set_limits(t, &lim);
+    s = mx_session_new(t);
+    size_t big = 40 * 1024;
     char *text = malloc(big);
     memset(text, 'x', big);
     msg = json_pack("{s:s%}", "data", text, big);
     mx_session_push(s, msg);
+    assert_int_equal(can_resume(s, "0-0", &oldest), 0);
     mx_session_push(s, msg);
-    assert_true(s->q_bytes <= MX_SESSION_QUEUE_BYTES);
-    assert_true(s->q_cnt <= 2);
+    assert_int_equal(can_resume(s, "0-0", &oldest), MX_ELIMIT);
+    assert_int_equal(can_resume(s, "0-1", &oldest), 0);
     json_decref(msg);
     free(text);
     mx_session_table_free(t);
     assert_int_equal(mx_session_live_cnt(), 0);
+    assert_int_equal(mx_rstream_live_cnt(), 0);
 }
 
 int main(void)
