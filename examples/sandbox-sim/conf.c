@@ -17,6 +17,7 @@
 #include "alloc.h"
 #include "conf.h"
 #include "mcp.h"
+#include "tasks.h"
 
 /* A 1x1 red PNG and a short 8 kHz silent WAV, both made for this file. */
 #define PNG_B64                                                                                    \
@@ -55,16 +56,28 @@ enum tool {
     T_IRR_TAMPERED,
     T_IRR_CAPS,
     T_HEADER_PARAM,
+    /* 2026-07-28 tasks extension (SEP-2663) */
+    T_GREET,
+    T_SLOW_COMPUTE,
+    T_FAILING_JOB,
+    T_PROTOCOL_ERROR_JOB,
+    T_CONFIRM_DELETE,
+    T_MULTI_INPUT,
+    T_TOOL_WITH_TASK,
     T_CNT
 };
 
 enum era { BOTH = 0, LEGACY = 1, MODERN = 2 };
+
+/* execution.taskSupport of a tool (SEP-2663): may it, or must it, run as a task. */
+enum task_support { FORBIDDEN = 0, OPTIONAL = 1, REQUIRED = 2 };
 
 struct tool_def {
     const char *name;
     const char *description;
     const char *arg; /* the one required string argument, or NULL */
     enum era era;    /* which revisions list and run it */
+    enum task_support task;
 };
 
 static const struct tool_def conf_tools[T_CNT] = {
@@ -117,7 +130,23 @@ static const struct tool_def conf_tools[T_CNT] = {
     [T_HEADER_PARAM] = {"test_header_param",
                         "Echoes its region, which also travels in the Mcp-Param-Region header.",
                         "region", MODERN},
+    [T_GREET] = {"greet", "Greets {name}, at once.", "name", MODERN},
+    [T_SLOW_COMPUTE] = {"slow_compute", "Computes for {seconds} seconds, as a task when it can.",
+                        NULL, MODERN, OPTIONAL},
+    [T_FAILING_JOB] = {"failing_job", "A task that ends with a tool error after a second.", NULL,
+                       MODERN, REQUIRED},
+    [T_PROTOCOL_ERROR_JOB] = {"protocol_error_job", "A task that fails with a protocol error.",
+                              NULL, MODERN, OPTIONAL},
+    [T_CONFIRM_DELETE] = {"confirm_delete", "Asks the user to confirm deleting {filename}.",
+                          "filename", MODERN, OPTIONAL},
+    [T_MULTI_INPUT] = {"multi_input", "A task that asks the user two questions at once.", NULL,
+                       MODERN, REQUIRED},
+    [T_TOOL_WITH_TASK] = {"test_tool_with_task",
+                          "Asks for the user's name, then greets them from a task.", NULL, MODERN,
+                          REQUIRED},
 };
+
+static const char *const task_support_names[] = {"forbidden", "optional", "required"};
 
 /* The x-mcp-header of tool |t|'s argument (2026-07-28, SEP-2243), or NULL. */
 static const char *arg_header(int t)
@@ -230,10 +259,16 @@ static json_t *conf_tools_list(bool modern)
 {
     json_t *a = json_array();
     for (int i = 0; i < T_CNT; i++) {
-        if (tool_in_era(i, modern))
-            json_array_append_new(a, json_pack("{s:s,s:s,s:o}", "name", conf_tools[i].name,
-                                               "description", conf_tools[i].description,
-                                               "inputSchema", tool_schema(&conf_tools[i])));
+        if (!tool_in_era(i, modern))
+            continue;
+        json_t *tool =
+            json_pack("{s:s,s:s,s:o}", "name", conf_tools[i].name, "description",
+                      conf_tools[i].description, "inputSchema", tool_schema(&conf_tools[i]));
+        if (conf_tools[i].task != FORBIDDEN)
+            json_object_set_new(
+                tool, "execution",
+                json_pack("{s:s}", "taskSupport", task_support_names[conf_tools[i].task]));
+        json_array_append_new(a, tool);
     }
     return json_pack("{s:o}", "tools", a);
 }
@@ -706,6 +741,141 @@ static void irr_tool(const struct mx_sim_conf_sess *st, int t, json_t *params,
     free(payload);
 }
 
+/* ---- tasks (2026-07-28 extension, SEP-2663) ---- */
+
+/* -32021 naming the tasks extension: a request that did not declare it asked
+ * for a task method, or for a tool that only runs as a task. */
+static void missing_tasks_ext(struct mx_sim_reply *out, const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "%s needs the " MX_SIM_TASKS_EXT " extension; declare it in the request's "
+             "clientCapabilities.extensions",
+             what);
+    mx_sim_reply_error(
+        out, MX_SIM_RPC_NOCAP, msg,
+        json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", MX_SIM_TASKS_EXT));
+    out->http_status = 400;
+}
+
+static json_t *confirm_request(const char *message)
+{
+    return elicit_one(message, "confirm", "boolean");
+}
+
+/*
+ * The task-supporting tools. With the extension declared they answer with a
+ * CreateTaskResult (test_tool_with_task first asks for a name in an
+ * input-required round, then creates its task); without it, a tool whose
+ * taskSupport is required is -32021 and the others run at once.
+ */
+static void task_tool(const struct mx_sim_conf_sess *st, int t, json_t *args, json_t *params,
+                      const char *arg, struct mx_sim_reply *out)
+{
+    char *text = NULL;
+    if (conf_tools[t].task == REQUIRED && !st->tasks_ext) {
+        missing_tasks_ext(out, conf_tools[t].name);
+        return;
+    }
+    switch (t) {
+    case T_GREET:
+        text = mx_xasprintf("Hello, %.200s!", arg);
+        complete_text(out, text);
+        break;
+    case T_SLOW_COMPUTE: {
+        json_t *secs = json_object_get(args, "seconds");
+        const char *label = or_else(json_string_value(json_object_get(args, "label")), "job");
+        if (!json_is_number(secs) || json_number_value(secs) < 0 ||
+            json_number_value(secs) > 3600) {
+            out->result =
+                mx_sim_text_result("argument 'seconds' must be a number from 0 to 3600", true);
+            return;
+        }
+        text = mx_xasprintf("Computed %.100s in %g s", label, json_number_value(secs));
+        if (st->tasks_ext)
+            mx_sim_tasks_create(st->tasks, MX_SIM_TASK_RESULT, text,
+                                (int64_t)(json_number_value(secs) * 1000), NULL, out);
+        else
+            complete_text(out, text);
+        break;
+    }
+    case T_FAILING_JOB:
+        mx_sim_tasks_create(st->tasks, MX_SIM_TASK_TOOL_ERROR, "failing_job failed on purpose",
+                            1000, NULL, out);
+        break;
+    case T_PROTOCOL_ERROR_JOB:
+        if (st->tasks_ext)
+            mx_sim_tasks_create(st->tasks, MX_SIM_TASK_PROTOCOL,
+                                "protocol_error_job failed on purpose (a simulated internal error)",
+                                500, NULL, out);
+        else
+            mx_sim_reply_error(out, MX_SIM_RPC_INTERNAL,
+                               "protocol_error_job failed on purpose (a simulated internal error)",
+                               NULL);
+        break;
+    case T_CONFIRM_DELETE: {
+        char *ask_text = mx_xasprintf("Delete %.200s?", arg);
+        text = mx_xasprintf("Deleted %.200s", arg);
+        if (st->tasks_ext) {
+            mx_sim_tasks_create(st->tasks, MX_SIM_TASK_RESULT, text, 0,
+                                json_pack("{s:o}", "confirm", confirm_request(ask_text)), out);
+        } else {
+            json_t *answer = mrtr_ask(st, st->elicitation, "elicitation", "confirm", params,
+                                      confirm_request(ask_text), out);
+            if (answer)
+                complete_text(out, str_is(json_object_get(answer, "action"), "accept")
+                                       ? text
+                                       : "Nothing was deleted");
+        }
+        free(ask_text);
+        break;
+    }
+    case T_MULTI_INPUT:
+        mx_sim_tasks_create(st->tasks, MX_SIM_TASK_RESULT, "Both answers received", 0,
+                            json_pack("{s:o,s:o}", "name",
+                                      elicit_one("What is your name?", "name", "string"), "confirm",
+                                      confirm_request("Go ahead?")),
+                            out);
+        break;
+    case T_TOOL_WITH_TASK: {
+        /* SEP-2663 with SEP-2322: input rounds first, the task on the last. */
+        if (!responses_valid(params, out))
+            return;
+        const char *name = elicited(params, "user_name", "name");
+        if (name == NULL) {
+            input_required(
+                st, out,
+                json_pack("{s:o}", "user_name", elicit_one("What is your name?", "name", "string")),
+                NULL);
+            return;
+        }
+        text = mx_xasprintf("Hello, %.200s, from a task!", name);
+        mx_sim_tasks_create(st->tasks, MX_SIM_TASK_RESULT, text, 300, NULL, out);
+        break;
+    }
+    default:
+        break;
+    }
+    free(text);
+}
+
+/* tasks/get, tasks/update, tasks/cancel: only for requests that declare the
+ * extension (SEP-2663, Required Capabilities). */
+static void conf_tasks(const struct mx_sim_conf_sess *st, const char *method, json_t *params,
+                       struct mx_sim_reply *out)
+{
+    if (!st->tasks_ext) {
+        missing_tasks_ext(out, method);
+        return;
+    }
+    if (strcmp(method, "tasks/get") == 0)
+        mx_sim_tasks_get(st->tasks, params, out);
+    else if (strcmp(method, "tasks/update") == 0)
+        mx_sim_tasks_update(st->tasks, params, out);
+    else
+        mx_sim_tasks_cancel(st->tasks, params, out);
+}
+
 static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json_t *params,
                      struct mx_sim_reply *out)
 {
@@ -849,6 +1019,15 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
         free(text);
         return;
     }
+    case T_GREET:
+    case T_SLOW_COMPUTE:
+    case T_FAILING_JOB:
+    case T_PROTOCOL_ERROR_JOB:
+    case T_CONFIRM_DELETE:
+    case T_MULTI_INPUT:
+    case T_TOOL_WITH_TASK:
+        task_tool(ctx->conf, t, args, params, arg, out);
+        return;
     case T_CNT:
         break;
     }
@@ -1138,9 +1317,10 @@ const char *mx_sim_conf_param_header(const char *tool, const char **arg)
 
 json_t *mx_sim_conf_discover(void)
 {
-    return json_pack("{s:[s],s:{s:{s:b},s:{s:b},s:{},s:{}},s:s}", "supportedVersions", "2026-07-28",
-                     "capabilities", "tools", "listChanged", 1, "prompts", "listChanged", 1,
-                     "resources", "completions", "instructions",
+    return json_pack("{s:[s],s:{s:{s:b},s:{s:b},s:{},s:{},s:{s:{}}},s:s}", "supportedVersions",
+                     "2026-07-28", "capabilities", "tools", "listChanged", 1, "prompts",
+                     "listChanged", 1, "resources", "completions", "extensions", MX_SIM_TASKS_EXT,
+                     "instructions",
                      "The fixture set of the MCP conformance suite, served by sandbox-sim.");
 }
 
@@ -1171,6 +1351,10 @@ bool mx_sim_conf_request(const struct mx_sim_mcp_ctx *ctx, const char *method, j
         complete(params, out);
     else if (strcmp(method, "logging/setLevel") == 0)
         set_level(ctx->conf, params, out);
+    else if (ctx->conf->modern && ctx->conf->tasks &&
+             (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+              strcmp(method, "tasks/cancel") == 0))
+        conf_tasks(ctx->conf, method, params, out);
     else
         return false;
     return true;

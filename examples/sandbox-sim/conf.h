@@ -17,6 +17,7 @@
 
 struct mx_sim_mcp_ctx;
 struct mx_sim_reply;
+struct mx_sim_tasks;
 
 /* Per-session state of conformance mode. */
 struct mx_sim_conf_sess {
@@ -30,6 +31,10 @@ struct mx_sim_conf_sess {
      * _meta; |state_key| signs the requestState of input-required results. */
     bool modern;
     const unsigned char *state_key; /* MX_SIM_STATE_KEY_LEN bytes */
+    /* The tasks extension (SEP-2663): the server's task table, and whether
+     * the request's clientCapabilities.extensions declare it. */
+    struct mx_sim_tasks *tasks;
+    bool tasks_ext;
 };
 
 #define MX_SIM_STATE_KEY_LEN 32

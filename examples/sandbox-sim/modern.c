@@ -18,6 +18,7 @@
 #include "log.h"
 #include "rev.h"
 #include "sim.h"
+#include "tasks.h"
 
 #define MODERN_VERSION "2026-07-28"
 #define META_VERSION   "io.modelcontextprotocol/protocolVersion"
@@ -32,7 +33,8 @@
 static const char *const methods[] = {
     "server/discover",     "tools/list",           "tools/call",     "prompts/list",
     "prompts/get",         "resources/list",       "resources/read", "resources/templates/list",
-    "completion/complete", "subscriptions/listen",
+    "completion/complete", "subscriptions/listen", "tasks/get",      "tasks/update",
+    "tasks/cancel",
 };
 
 static const char *const cacheable[] = {
@@ -209,6 +211,9 @@ static bool validate(struct mx_sim *sim, struct mx_req *req, const char *method,
         name_field = "name";
     else if (strcmp(method, "resources/read") == 0)
         name_field = "uri";
+    else if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+             strcmp(method, "tasks/cancel") == 0) /* SEP-2663, Routing Headers */
+        name_field = "taskId";
     if (name_field &&
         !header_is(req, "Mcp-Name", json_string_value(json_object_get(params, name_field)))) {
         fail(sim, req, 400, id, MX_SIM_RPC_MISMATCH,
@@ -284,6 +289,9 @@ void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
         .roots = json_is_object(json_object_get(caps, "roots")),
         .modern = true,
         .state_key = sim->state_key,
+        .tasks = sim->tasks,
+        .tasks_ext =
+            json_is_object(json_object_get(json_object_get(caps, "extensions"), MX_SIM_TASKS_EXT)),
     };
     struct mx_sim_mcp_ctx ctx = {.name = sim->name, .revision = MODERN_VERSION, .conf = &st};
 

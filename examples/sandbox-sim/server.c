@@ -17,6 +17,7 @@
 #include "log.h"
 #include "rev.h"
 #include "sim.h"
+#include "tasks.h"
 
 enum msg_kind {
     MSG_INVALID = 0,
@@ -553,4 +554,6 @@ void mx_sim_stop(struct mx_sim *sim)
     mx_sim_fault_clear(sim);
     slow401_clear(sim);
     mx_sim_session_expire_all(sim);
+    mx_sim_tasks_free(sim->tasks);
+    sim->tasks = NULL;
 }

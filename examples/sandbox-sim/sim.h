@@ -149,6 +149,7 @@ struct mx_sim {
     bool conformance;
     bool modern_only; /* --modern-only: no 2025 session, no initialize */
     unsigned char state_key[MX_SIM_STATE_KEY_LEN]; /* signs requestState (2026-07-28) */
+    struct mx_sim_tasks *tasks; /* tasks extension (tasks.c); NULL unless --conformance */
 };
 
 /* ---- server.c ---- */

@@ -150,6 +150,7 @@ struct mx_mcp {
     struct mx_mcpup **ups; /* one per gateway upstream slot, same index */
     size_t up_cnt;
     uint8_t cursor_key[MX_CURSOR_KEY_LEN];
+    uint8_t task_key[MX_CURSOR_KEY_LEN];
     uint64_t internal_id; /* ids of mcplex's own upstream requests */
     uint64_t ctx_keys;    /* the last upctx key handed out */
 

@@ -1135,8 +1135,9 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     m->hub = mx_callhub_new(env->loop, &env->hooks, env->ops, &hcbs);
     m->ops = mx_callhub_ops(m->hub);
     m->ids = mx_callhub_ids(m->hub);
-    /* cursors are good for this process only */
-    if (RAND_bytes(m->cursor_key, sizeof(m->cursor_key)) != 1)
+    /* cursors and task ids are good for this process only */
+    if (RAND_bytes(m->cursor_key, sizeof(m->cursor_key)) != 1 ||
+        RAND_bytes(m->task_key, sizeof(m->task_key)) != 1)
         mx_fatal(SUBSYS, "RAND_bytes failed");
     m->sessions = mx_session_table_new(env->loop, env->cfg->listen.session_idle_ms,
                                        (size_t)env->cfg->listen.max_sessions, &cbs, m);

@@ -30,6 +30,7 @@
 #include "rpc.h"
 #include "sse.h"
 #include "sse_write.h"
+#include "tasks.h"
 
 #define SUBSYS SUBSYS_MCP
 
@@ -451,6 +452,7 @@ static json_t *mcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     json_t *result = json_object_get(resp, "result");
     json_t *out = json_is_object(result) ? json_deep_copy(result) : json_object();
     *is_error = false;
+    mcp_tasks_seal(mc->mm->m, mc->u, mc->method, out);
     finish_result(out, strcmp(mc->method, "resources/read") == 0, 0);
     return out;
 }
@@ -527,7 +529,10 @@ static void upstream_shape(json_t *upmsg)
 {
     json_t *params = json_object_get(upmsg, "params");
     json_t *meta = json_object_get(params, "_meta");
-    json_object_del(params, "inputResponses");
+    /* a Multi Round-Trip retry's answers are mcplex's to relay; tasks/update
+     * carries the task's answers as they are (SEP-2663) */
+    if (strcmp(json_string_value(json_object_get(upmsg, "method")), "tasks/update") != 0)
+        json_object_del(params, "inputResponses");
     json_object_del(params, "requestState");
     if (json_is_object(meta)) {
         const char *k;
@@ -836,6 +841,7 @@ static void respond_discover(struct mcp_modern *mm, struct mx_call *c, const str
     if (scope && scope_unready(c, scope, -1))
         return;
     json_t *caps = scope ? mcp_scope_caps(scope) : mcp_merged_caps(m);
+    mcp_tasks_caps(m, scope, caps);
     /* resources.subscribe: resourceSubscriptions of subscriptions/listen */
     json_t *result =
         json_pack("{s:[s], s:o}", "supportedVersions", MX_REV_MODERN, "capabilities", caps);
@@ -1261,6 +1267,13 @@ static void dispatch(struct mcp_modern *mm, struct mx_call *c, json_t *msg, bool
         fan_start(mm, c, msg, F_DISCOVER, may_wait ? KINDS_ALL : 0, scope);
     } else if (strcmp(method, "subscriptions/listen") == 0) {
         listen_start(mm, c, msg, may_wait, scope);
+    } else if (mcp_tasks_method(method)) {
+        json_t *upmsg = NULL;
+        struct mx_mcpup *u = mcp_tasks_route(mm->m, c, msg, scope, &upmsg);
+        if (u)
+            call_start(mm, c, msg, u, upmsg,
+                       json_string_value(json_object_get(json_object_get(msg, "params"), "taskId")),
+                       scope);
     } else if (routed && scope) {
         route_scoped(mm, c, msg, scope, scoped_name(method, json_object_get(msg, "params")));
     } else if (strcmp(method, "tools/call") == 0) {

@@ -112,6 +112,33 @@ static long b64_decode(struct mx_str t, uint8_t *out, size_t cap)
     return (long)o;
 }
 
+int mx_cursor_seal(uint8_t *raw, size_t n, const uint8_t key[MX_CURSOR_KEY_LEN], char *out,
+                   size_t cap)
+{
+    mac(key, raw, n, raw + n);
+    n += MX_CURSOR_MAC_LEN;
+    if (b64_len(n) + 1 > cap)
+        return MX_ELIMIT;
+    b64_encode(raw, n, out);
+    return (int)b64_len(n);
+}
+
+long mx_cursor_open(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN], uint8_t *raw,
+                    size_t cap)
+{
+    uint8_t want[MX_CURSOR_MAC_LEN];
+    if (text.len == 0 || text.len > b64_len(cap))
+        return MX_EINVAL;
+    long n = b64_decode(text, raw, cap);
+    if (n < 1 + MX_CURSOR_MAC_LEN)
+        return MX_EINVAL;
+    size_t body = (size_t)n - MX_CURSOR_MAC_LEN;
+    mac(key, raw, body, want);
+    if (CRYPTO_memcmp(want, raw + body, MX_CURSOR_MAC_LEN) != 0)
+        return MX_EINVAL;
+    return (long)body;
+}
+
 int mx_cursor_encode(const struct mx_cursor *c, const uint8_t key[MX_CURSOR_KEY_LEN], char *out,
                      size_t cap)
 {
@@ -131,30 +158,18 @@ int mx_cursor_encode(const struct mx_cursor *c, const uint8_t key[MX_CURSOR_KEY_
         put32(raw + n + 4, c->v[i].pos);
         n += 8;
     }
-    mac(key, raw, n, raw + n);
-    n += MX_CURSOR_MAC_LEN;
-    if (b64_len(n) + 1 > cap)
-        return MX_ELIMIT;
-    b64_encode(raw, n, out);
-    return (int)b64_len(n);
+    return mx_cursor_seal(raw, n, key, out, cap);
 }
 
 int mx_cursor_decode(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN],
                      struct mx_cursor *out)
 {
     uint8_t raw[RAW_MAX];
-    uint8_t want[MX_CURSOR_MAC_LEN];
-    if (text.len == 0 || text.len > b64_len(RAW_MAX))
-        return MX_EINVAL;
-    long n = b64_decode(text, raw, sizeof(raw));
-    if (n < HEAD_LEN + MX_CURSOR_MAC_LEN || raw[0] != MX_CURSOR_VERSION)
+    long n = mx_cursor_open(text, key, raw, sizeof(raw));
+    if (n < HEAD_LEN || raw[0] != MX_CURSOR_VERSION)
         return MX_EINVAL;
     size_t cnt = (size_t)raw[2] << 8 | raw[3];
-    if (cnt > MX_CURSOR_MAX_SOURCES || (size_t)n != HEAD_LEN + cnt * ENTRY_LEN + MX_CURSOR_MAC_LEN)
-        return MX_EINVAL;
-    size_t body = (size_t)n - MX_CURSOR_MAC_LEN;
-    mac(key, raw, body, want);
-    if (CRYPTO_memcmp(want, raw + body, MX_CURSOR_MAC_LEN) != 0)
+    if (cnt > MX_CURSOR_MAX_SOURCES || (size_t)n != HEAD_LEN + cnt * ENTRY_LEN)
         return MX_EINVAL;
     memset(out, 0, sizeof(*out));
     out->kind = raw[1];

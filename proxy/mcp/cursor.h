@@ -54,4 +54,23 @@ int mx_cursor_encode(const struct mx_cursor *c, const uint8_t key[MX_CURSOR_KEY_
 int mx_cursor_decode(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN],
                      struct mx_cursor *out);
 
+/*
+ * The seal under both cursors and task ids (taskid.h): append the first
+ * MX_CURSOR_MAC_LEN bytes of HMAC-SHA-256 under |key| to the |n| bytes of
+ * |raw| (which has that much room after them) and write the base64url text
+ * (no padding) and a NUL to |out| (|cap| bytes). Returns the text's length,
+ * or MX_ELIMIT when |cap| is too small. The first byte of |raw| tells the
+ * kinds of sealed thing apart.
+ */
+int mx_cursor_seal(uint8_t *raw, size_t n, const uint8_t key[MX_CURSOR_KEY_LEN], char *out,
+                   size_t cap);
+
+/*
+ * Undo mx_cursor_seal: decode |text| into |raw| (|cap| bytes) and check its
+ * MAC. Returns the length before the MAC (at least 1), or MX_EINVAL for text
+ * that is not canonical base64url, too long for |cap|, or wrongly sealed.
+ */
+long mx_cursor_open(struct mx_str text, const uint8_t key[MX_CURSOR_KEY_LEN], uint8_t *raw,
+                    size_t cap);
+
 #endif

@@ -22,7 +22,8 @@
 
 static const char *const supported[] = {MX_REV_MODERN, NULL};
 
-/* MCP 2026-07-28, schema: the client requests of the core protocol. */
+/* MCP 2026-07-28, schema: the client requests of the core protocol, and of
+ * the tasks extension (SEP-2663) that mcplex carries. */
 static const char *const methods[] = {"server/discover",
                                       "subscriptions/listen",
                                       "tools/list",
@@ -33,6 +34,9 @@ static const char *const methods[] = {"server/discover",
                                       "resources/read",
                                       "resources/templates/list",
                                       "completion/complete",
+                                      "tasks/get",
+                                      "tasks/update",
+                                      "tasks/cancel",
                                       NULL};
 
 static bool date_at_least(struct mx_str v, const char *min)
@@ -301,6 +305,10 @@ static const char *name_source(const char *method, bool *needed)
         return "name";
     if (strcmp(method, "resources/read") == 0)
         return "uri";
+    /* SEP-2663, Streamable HTTP: Routing Headers */
+    if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+        strcmp(method, "tasks/cancel") == 0)
+        return "taskId";
     *needed = false;
     return NULL;
 }

@@ -29,6 +29,9 @@
 #define MX_REV_META_SERVER_INFO     "io.modelcontextprotocol/serverInfo"
 #define MX_REV_META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
 
+/* The tasks extension (SEP-2663), as named in capabilities.extensions. */
+#define MX_REV_EXT_TASKS "io.modelcontextprotocol/tasks"
+
 /* The request headers the checks look at; NULL when absent. */
 struct mx_rev_hdrs {
     const struct mx_str *version; /* MCP-Protocol-Version */

@@ -109,6 +109,9 @@ json_t *mx_up26_request(const json_t *msg, const json_t *caps)
             if (json_is_object(v))
                 json_object_set(mine, relayed[i], v);
         }
+        /* of the extensions, the one mcplex carries: tasks (front/tasks.c) */
+        if (json_is_object(json_object_get(json_object_get(given, "extensions"), MX_REV_EXT_TASKS)))
+            json_object_set_new(mine, "extensions", json_pack("{s:{}}", MX_REV_EXT_TASKS));
         caps = mine;
     }
     json_t *ours = meta_new(caps);
@@ -205,6 +208,8 @@ int mx_up26_headers(const json_t *msg, json_t *params_map, struct mx_upreq_hdrs 
         field = "name";
     else if (strcmp(method, "resources/read") == 0)
         field = "uri";
+    else if (strncmp(method, "tasks/", 6) == 0) /* SEP-2663: Mcp-Name is the taskId */
+        field = "taskId";
     const json_t *v = field ? json_object_get(params, field) : NULL;
     if (json_is_string(v)) {
         if (json_string_length(v) > NAME_CAP)

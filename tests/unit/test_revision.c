@@ -157,6 +157,19 @@ static void test_revision_check_table(void **state)
          "resources/subscribe", NULL, 404, -32601},
         {"removed setLevel", "logging/setLevel", "2026-07-28", true, NULL, "2026-07-28",
          "logging/setLevel", NULL, 404, -32601},
+        /* the tasks extension (SEP-2663): Mcp-Name mirrors taskId */
+        {"tasks/get ok", "tasks/get", "2026-07-28", true, "{\"taskId\":\"t-1\"}", "2026-07-28",
+         "tasks/get", "t-1", 0, 0},
+        {"tasks/update no Mcp-Name", "tasks/update", "2026-07-28", true,
+         "{\"taskId\":\"t-1\",\"inputResponses\":{}}", "2026-07-28", "tasks/update", NULL, 400,
+         MX_REV_HEADER_MISMATCH},
+        {"tasks/cancel wrong Mcp-Name", "tasks/cancel", "2026-07-28", true, "{\"taskId\":\"t-1\"}",
+         "2026-07-28", "tasks/cancel", "t-2", 400, MX_REV_HEADER_MISMATCH},
+        /* no tasks/result or tasks/list in the extension */
+        {"removed tasks/result", "tasks/result", "2026-07-28", true, "{\"taskId\":\"t-1\"}",
+         "2026-07-28", "tasks/result", NULL, 404, -32601},
+        {"removed tasks/list", "tasks/list", "2026-07-28", true, NULL, "2026-07-28", "tasks/list",
+         NULL, 404, -32601},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -14,6 +14,7 @@
 
 #include "../../examples/sandbox-sim/conf.c"
 #include "../../examples/sandbox-sim/mcp.c"
+#include "../../examples/sandbox-sim/tasks.c"
 
 static struct mx_sim_conf_sess sess;
 static const struct mx_sim_mcp_ctx ctx = {.name = "conf", .revision = "2025-11-25", .conf = &sess};
@@ -462,7 +463,7 @@ static void test_sim_conf_param_header(void **state)
     modern_session(false, false);
     run("tools/list", NULL, &r);
     json_t *tools = json_object_get(r.result, "tools");
-    json_t *tool = json_array_get(tools, json_array_size(tools) - 1);
+    json_t *tool = json_array_get(tools, T_HEADER_PARAM);
     assert_string_equal(str_at(tool, "name"), "test_header_param");
     assert_string_equal(str_at(tool, "inputSchema.properties.region.x-mcp-header"), "Region");
     assert_string_equal(str_at(tool, "inputSchema.required.0"), "region");
@@ -486,6 +487,135 @@ static void test_sim_conf_param_header(void **state)
     mx_sim_reply_clear(&r);
 }
 
+/* Run |method| with params {"taskId": |id|} and |extra| members (JSON or NULL). */
+static void task_req(const char *method, const char *id, const char *extra, struct mx_sim_reply *r)
+{
+    json_t *params = extra ? json_loads(extra, 0, NULL) : json_object();
+    assert_non_null(params);
+    json_object_set_new(params, "taskId", json_string(id));
+    mx_sim_mcp_request(&ctx, method, params, r);
+    json_decref(params);
+}
+
+/* tasks/get of |id| until its status is not |while_status|, within 5 s;
+ * leaves the last answer in |r|. */
+static void poll_task(const char *id, const char *while_status, struct mx_sim_reply *r)
+{
+    for (int i = 0; i < 500; i++) {
+        task_req("tasks/get", id, NULL, r);
+        assert_non_null(r->result);
+        if (strcmp(str_at(r->result, "status"), while_status) != 0)
+            return;
+        mx_sim_reply_clear(r);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("task %s stayed %s for 5 s", id, while_status);
+}
+
+static void test_sim_conf_tasks(void **state)
+{
+    struct mx_sim_reply r;
+    char id[64];
+    (void)state;
+    modern_session(true, true);
+    sess.tasks = mx_sim_tasks_new();
+
+    /* without the extension: required tools and the tasks methods are -32021 */
+    call_tool("failing_job", "{}", NULL, NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NOCAP);
+    assert_non_null(json_object_get(
+        json_object_get(json_object_get(r.err_data, "requiredCapabilities"), "extensions"),
+        MX_SIM_TASKS_EXT));
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", "any", NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_NOCAP);
+    mx_sim_reply_clear(&r);
+    /* ... and an optional one runs at once */
+    call_tool("slow_compute", "{\"seconds\":5,\"label\":\"now\"}", NULL, NULL, &r);
+    assert_null(json_object_get(r.result, "taskId"));
+    assert_string_equal(str_at(r.result, "content.0.text"), "Computed now in 5 s");
+    mx_sim_reply_clear(&r);
+
+    sess.tasks_ext = true;
+    run("tools/list", NULL, &r);
+    json_t *tools = json_object_get(r.result, "tools");
+    for (size_t i = 0; i < json_array_size(tools); i++) {
+        if (strcmp(str_at(json_array_get(tools, i), "name"), "failing_job") == 0)
+            assert_string_equal(str_at(json_array_get(tools, i), "execution.taskSupport"),
+                                "required");
+    }
+    mx_sim_reply_clear(&r);
+
+    /* a task: CreateTaskResult, working at once, then its result inlined */
+    call_tool("slow_compute", "{\"seconds\":0.05,\"label\":\"t\"}", NULL, NULL, &r);
+    assert_string_equal(str_at(r.result, "resultType"), "task");
+    assert_string_equal(str_at(r.result, "status"), "working");
+    assert_int_equal(json_integer_value(json_object_get(r.result, "ttlMs")), TTL_MS);
+    assert_null(json_object_get(r.result, "task"));
+    snprintf(id, sizeof(id), "%s", str_at(r.result, "taskId"));
+    mx_sim_reply_clear(&r);
+    poll_task(id, "working", &r);
+    assert_string_equal(str_at(r.result, "status"), "completed");
+    assert_string_equal(str_at(r.result, "result.content.0.text"), "Computed t in 0.05 s");
+    mx_sim_reply_clear(&r);
+    /* cancelling a finished task changes nothing */
+    task_req("tasks/cancel", id, NULL, &r);
+    assert_int_equal(json_object_size(r.result), 0);
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", id, NULL, &r);
+    assert_string_equal(str_at(r.result, "status"), "completed");
+    mx_sim_reply_clear(&r);
+
+    /* input: a key it did not ask keeps it waiting, the asked one ends it */
+    call_tool("confirm_delete", "{\"filename\":\"a.txt\"}", NULL, NULL, &r);
+    snprintf(id, sizeof(id), "%s", str_at(r.result, "taskId"));
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", id, NULL, &r);
+    assert_string_equal(str_at(r.result, "status"), "input_required");
+    assert_string_equal(str_at(r.result, "inputRequests.confirm.method"), "elicitation/create");
+    mx_sim_reply_clear(&r);
+    task_req("tasks/update", id, "{\"inputResponses\":{\"other\":{}}}", &r);
+    assert_non_null(r.result);
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", id, NULL, &r);
+    assert_string_equal(str_at(r.result, "status"), "input_required");
+    mx_sim_reply_clear(&r);
+    task_req("tasks/update", id, "{\"inputResponses\":{\"confirm\":{\"action\":\"accept\"}}}", &r);
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", id, NULL, &r);
+    assert_string_equal(str_at(r.result, "status"), "completed");
+    assert_string_equal(str_at(r.result, "result.content.0.text"), "Deleted a.txt");
+    mx_sim_reply_clear(&r);
+
+    /* cancel while running; a protocol error fails with error, not result */
+    call_tool("slow_compute", "{\"seconds\":60}", NULL, NULL, &r);
+    snprintf(id, sizeof(id), "%s", str_at(r.result, "taskId"));
+    mx_sim_reply_clear(&r);
+    task_req("tasks/cancel", id, NULL, &r);
+    mx_sim_reply_clear(&r);
+    task_req("tasks/get", id, NULL, &r);
+    assert_string_equal(str_at(r.result, "status"), "cancelled");
+    mx_sim_reply_clear(&r);
+    call_tool("protocol_error_job", "{}", NULL, NULL, &r);
+    snprintf(id, sizeof(id), "%s", str_at(r.result, "taskId"));
+    mx_sim_reply_clear(&r);
+    poll_task(id, "working", &r);
+    assert_string_equal(str_at(r.result, "status"), "failed");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r.result, "error"), "code")),
+        MX_SIM_RPC_INTERNAL);
+    assert_null(json_object_get(r.result, "result"));
+    mx_sim_reply_clear(&r);
+
+    /* an id it never made */
+    task_req("tasks/get", "0123456789abcdef0123456789abcdef", NULL, &r);
+    assert_int_equal(r.err_code, MX_SIM_RPC_PARAMS);
+    mx_sim_reply_clear(&r);
+    mx_sim_tasks_free(sess.tasks);
+    sess.tasks = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_sim_conf_input_required),
         cmocka_unit_test(test_sim_conf_asks_2026),
         cmocka_unit_test(test_sim_conf_param_header),
+        cmocka_unit_test(test_sim_conf_tasks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 
 #include "../../examples/sandbox-sim/conf.c"
 #include "../../examples/sandbox-sim/mcp.c"
+#include "../../examples/sandbox-sim/tasks.c"
 
 static json_t *fake_config(void *arg)
 {
