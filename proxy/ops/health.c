@@ -40,7 +40,7 @@ static json_t *last_error(const struct mx_upstream *u, time_t now)
                      (json_int_t)(now > u->fault_at ? now - u->fault_at : 0));
 }
 
-void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
+json_t *mx_health_json(struct mx_gateway *gw)
 {
     json_t *ups = json_array();
     char since[32];
@@ -104,6 +104,12 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
                                   "max_sessions", (json_int_t)mx_mcp_sessions_refused(gw->mcp)));
     /* the merged /mcp endpoint: sessions, per-upstream lists, renamed names */
     json_object_set_new(o, "mcp", mx_mcp_health(gw->mcp));
+    return o;
+}
+
+void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
+{
+    json_t *o = mx_health_json(gw);
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
