@@ -42,7 +42,7 @@ void mx_callring_push(struct mx_callring *ring, const struct mx_callrec *r)
         ring->cnt++;
 }
 
-static json_t *ms_or_null(double s)
+json_t *mx_callring_ms(double s)
 {
     return s >= 0.0 ? json_real((double)(long long)(s * 1e6 + 0.5) / 1e3) : json_null();
 }
@@ -61,10 +61,10 @@ json_t *mx_callrec_json(const struct mx_callrec *r)
                   "era", r->modern ? "2026-07-28" : "2025", "method", r->method, "server",
                   r->server, "target", r->target, "status", r->status, "outcome", r->outcome);
     json_object_set_new(o, "session", r->session ? json_string(session) : json_null());
-    json_object_set_new(o, "wait_ms", ms_or_null(r->wait_s));
-    json_object_set_new(o, "wake_ms", ms_or_null(r->wake_s));
-    json_object_set_new(o, "upstream_ms", ms_or_null(r->upstream_s));
-    json_object_set_new(o, "total_ms", ms_or_null(r->total_s));
+    json_object_set_new(o, "wait_ms", mx_callring_ms(r->wait_s));
+    json_object_set_new(o, "wake_ms", mx_callring_ms(r->wake_s));
+    json_object_set_new(o, "upstream_ms", mx_callring_ms(r->upstream_s));
+    json_object_set_new(o, "total_ms", mx_callring_ms(r->total_s));
     return o;
 }
 

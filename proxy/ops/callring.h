@@ -50,6 +50,8 @@ void mx_callring_push(struct mx_callring *ring, const struct mx_callrec *r);
  * "session" ("s-1a2b3c4d" or null), "era", "method", "server", "target",
  * "wait_ms", "wake_ms", "upstream_ms", "total_ms", "status", "outcome"}. */
 json_t *mx_callrec_json(const struct mx_callrec *r);
+/* |s| seconds as milliseconds to the microsecond, or null when < 0. */
+json_t *mx_callring_ms(double s);
 /* Every record, oldest first, as a JSON array. */
 json_t *mx_callring_json(const struct mx_callring *ring);
 

@@ -33,7 +33,6 @@
 #include "proc.h"
 #include "secret.h"
 #include "secret_ref.h"
-#include "snippet.h"
 
 #define HEALTH_CAP        (4 * 1024 * 1024)
 #define STATUS_TIMEOUT_MS 5000L
@@ -55,7 +54,7 @@ static void usage(FILE *f)
             "  --open             open the status page in the browser (xdg-open), else\n"
             "                     print its link: a one-time login link, asked of the\n"
             "                     gateway with the client token ([listen] client_token of\n"
-            "                     the config; with --url, $" MX_SNIPPET_TOKEN_ENV "), valid once\n"
+            "                     the config; with --url, $" MX_STATUS_TOKEN_ENV "), valid once\n"
             "                     within a minute\n"
             "  -h, --help         this text\n"
             "\n"
@@ -608,7 +607,7 @@ static struct mx_secret *client_token(const struct mx_status_where *w, bool *bad
     struct mx_secret *sec = NULL;
     *bad = false;
     if (w->url) {
-        const char *v = getenv(MX_SNIPPET_TOKEN_ENV);
+        const char *v = getenv(MX_STATUS_TOKEN_ENV);
         return v && v[0] ? mx_secret_new(v, strlen(v)) : NULL;
     }
     struct mx_config *cfg = where_config(w->cfg);
@@ -670,7 +669,7 @@ static int login_code(const struct target *t, const char *base, const struct mx_
                     url);
         else
             fprintf(stderr, "mcplex: %s needs the client token: %s\n", url,
-                    from_url ? "set $" MX_SNIPPET_TOKEN_ENV " to it"
+                    from_url ? "set $" MX_STATUS_TOKEN_ENV " to it"
                              : "run with -c and the gateway's config");
         goto out;
     }

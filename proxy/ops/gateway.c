@@ -314,7 +314,8 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     gw->guard.allowed_origin_cnt = cfg->listen.allowed_origins.cnt;
     gw->guard.client_token = cfg->listen.client_token;
     gw->metrics = mx_metrics_new(NULL);
-    gw->status = mx_statuspage_new(gw);
+    struct mx_statuspage_src src = {loop, cfg->listen.tls, mx_health_page_state, gw};
+    gw->status = mx_statuspage_new(&src);
     for (size_t i = 0; i < cfg->server_cnt; i++) {
         if (mx_gateway_slot_add(gw, &cfg->servers[i], gw->gens) == NULL) {
             mx_diag_set(diag, cfg->path, 0, 0, "more than %d servers", MX_GATEWAY_MAX_SLOTS);

@@ -105,6 +105,8 @@ struct mx_upstream *mx_gateway_slot_add(struct mx_gateway *gw, const struct mx_s
 void mx_health_serve(struct mx_gateway *gw, struct mx_req *req);
 /* What GET /health answers, as a new object (the status page reads it). */
 json_t *mx_health_json(struct mx_gateway *gw);
+/* The status page's facts of the gateway |data| (statuspage.h's state). */
+json_t *mx_health_page_state(void *data);
 void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req);
 /* Calls in flight to upstreams with a client waiting (what a drain waits for). */
 size_t mx_gateway_inflight(const struct mx_gateway *gw);

@@ -13,15 +13,12 @@
 #include "buf.h"
 #include "callring.h"
 #include "err.h"
-#include "gateway.h"
 #include "html.h"
 #include "log.h"
-#include "mcp.h"
 #include "metrics.h"
 #include "rand.h"
 #include "sse_write.h"
 #include "statuspage.h"
-#include "upsess.h"
 
 #define SUBSYS      "status"
 #define CODE_LEN    32 /* hex characters of a login code */
@@ -55,14 +52,14 @@ struct feed {
 };
 
 struct mx_statuspage {
-    struct mx_gateway *gw;
+    struct mx_statuspage_src src;
     struct mx_callring ring;
     struct feed *feeds;
     size_t feed_cnt;
     ev_timer tick;
     struct secret_slot codes[MAX_CODES];
     struct secret_slot cookies[MAX_COOKIES];
-    struct wakes wakes[MX_GATEWAY_MAX_SLOTS];
+    struct wakes wakes[MX_STATUS_SLOTS];
     uint64_t modern_cnt; /* 2026-07-28 requests seen */
 };
 
@@ -82,99 +79,17 @@ static double now_mono(void)
 
 /* ---- the facts ---- */
 
-static json_t *ms_or_null(double s)
-{
-    return s >= 0.0 ? json_real((double)(long long)(s * 1e6 + 0.5) / 1e3) : json_null();
-}
-
-static const json_t *mcp_entry(const json_t *health, const char *name)
-{
-    const json_t *ups = json_object_get(json_object_get(health, "mcp"), "upstreams"), *u;
-    size_t i;
-    json_array_foreach(ups, i, u)
-    {
-        const char *n = json_string_value(json_object_get(u, "name"));
-        if (n && strcmp(n, name) == 0)
-            return u;
-    }
-    return NULL;
-}
-
-static json_t *count_of(const json_t *e, const char *key)
-{
-    json_t *v = json_object_get(e, key);
-    return json_is_integer(v) ? json_incref(v) : json_null();
-}
-
-/* One upstream row: what /health says of it, with the page's extras. */
-static json_t *upstream_json(struct mx_statuspage *sp, const struct mx_upstream *u,
-                             const json_t *hu, const json_t *health)
-{
-    const json_t *e = mcp_entry(health, u->cfg->name);
-    const struct wakes *w = &sp->wakes[u->idx];
-    double p50, p99;
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "state",
-                  mx_upstream_state_name(u->state), "transport", mx_upsess_transport_label(u->cfg),
-                  "calls", (json_int_t)u->requests, "errors", (json_int_t)u->failures);
-    json_object_set(o, "since", json_object_get(hu, "since"));
-    const json_t *le = json_object_get(hu, "last_error");
-    json_object_set(o, "last_error",
-                    json_is_object(le) ? json_object_get(le, "message") : json_null());
-    json_object_set(o, "revision", e ? json_object_get(e, "revision") : json_null());
-    json_object_set(o, "catalogue", e ? json_object_get(e, "catalogue") : json_null());
-    json_object_set_new(o, "tools", count_of(e, "tools"));
-    json_object_set_new(o, "prompts", count_of(e, "prompts"));
-    json_object_set_new(o, "resources", count_of(e, "resources"));
-    json_object_set_new(o, "p50_ms",
-                        mx_metrics_quantile(u->metrics, u->metrics_slot, P_WINDOW_S, 0.5, &p50) == 0
-                            ? ms_or_null(p50)
-                            : json_null());
-    json_object_set_new(o, "p99_ms",
-                        mx_metrics_quantile(u->metrics, u->metrics_slot, P_WINDOW_S, 0.99, &p99) ==
-                                0
-                            ? ms_or_null(p99)
-                            : json_null());
-    if (w->last_at) {
-        char at[32];
-        struct tm tm;
-        gmtime_r(&w->last_at, &tm);
-        strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        json_object_set_new(o, "last_wake_at", json_string(at));
-    } else {
-        json_object_set_new(o, "last_wake_at", json_null());
-    }
-    json_object_set_new(o, "last_wake_ms", w->last_at ? ms_or_null(w->last_s) : json_null());
-    return o;
-}
-
-/* The page's state: {"type":"state", "version", "uptime_s", "upstreams",
- * "renamed", "sessions", "inflight", "refused"} and, with |calls|, the
- * last calls. Never a secret: /health's facts and the ring's. */
+/* The page's state: the source's facts with "type" and the 2026-07-28
+ * requests seen, and with |calls| the last calls. */
 static json_t *state_json(struct mx_statuspage *sp, bool calls)
 {
-    struct mx_gateway *gw = sp->gw;
-    json_t *health = mx_health_json(gw);
-    json_t *ups = json_array();
-    const json_t *hups = json_object_get(health, "upstreams");
-    size_t hi = 0;
-    for (size_t i = 0; i < gw->upstream_cnt; i++) {
-        const struct mx_upstream *u = gw->upstreams[i];
-        if (u->retired)
-            continue;
-        json_array_append_new(ups, upstream_json(sp, u, json_array_get(hups, hi++), health));
-    }
-    json_t *o = json_pack("{s:s, s:s, s:O, s:o}", "type", "state", "version", MX_VERSION,
-                          "uptime_s", json_object_get(health, "uptime_s"), "upstreams", ups);
-    json_object_set(o, "renamed", json_object_get(json_object_get(health, "mcp"), "renamed"));
-    json_object_set(o, "inflight", json_object_get(health, "inflight"));
-    json_object_set(o, "refused", json_object_get(health, "refused"));
-    json_object_set_new(o, "sessions",
-                        json_pack("{s:I, s:I}", "legacy", (json_int_t)mx_mcp_session_cnt(gw->mcp),
-                                  "modern_requests", (json_int_t)sp->modern_cnt));
+    json_t *o = sp->src.state(sp->src.data);
+    json_object_set_new(o, "type", json_string("state"));
+    json_t *sess = json_object_get(o, "sessions");
+    if (json_is_object(sess))
+        json_object_set_new(sess, "modern_requests", json_integer((json_int_t)sp->modern_cnt));
     if (calls)
         json_object_set_new(o, "calls", mx_callring_json(&sp->ring));
-    json_decref(health);
     return o;
 }
 
@@ -291,6 +206,17 @@ static int render_page(struct mx_statuspage *sp, struct mx_buf *b)
 
 /* ---- the feed ---- */
 
+/* |status| with a JSON body {"error": |msg|}, as the gateway's other
+ * refusals. */
+static void refuse(struct mx_req *req, int status, const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    mx_req_respond(req, status, NULL, 0, "application/json", body, strlen(body));
+    free(body);
+}
+
 static void feed_drop(struct feed *f)
 {
     struct mx_statuspage *sp = f->sp;
@@ -303,7 +229,7 @@ static void feed_drop(struct feed *f)
     sp->feed_cnt--;
     free(f);
     if (sp->feed_cnt == 0)
-        ev_timer_stop(sp->gw->loop, &sp->tick);
+        ev_timer_stop(sp->src.loop, &sp->tick);
 }
 
 /* Send |msg| to |f|; false when the client is gone (|f| freed). */
@@ -377,7 +303,7 @@ static void feed_abort(struct mx_req *req, void *data)
 static void serve_feed(struct mx_statuspage *sp, struct mx_req *req)
 {
     if (sp->feed_cnt >= MX_STATUS_MAX_FEEDS) {
-        mx_gateway_error(req, 503, "too many status feeds open; close a status page tab");
+        refuse(req, 503, "too many status feeds open; close a status page tab");
         return;
     }
     if (mx_sse_start(req) != 0)
@@ -392,7 +318,7 @@ static void serve_feed(struct mx_statuspage *sp, struct mx_req *req)
     sp->feed_cnt++;
     mx_req_set_handler(req, feed_drain, feed_abort, f);
     if (!ev_is_active(&sp->tick))
-        ev_timer_again(sp->gw->loop, &sp->tick);
+        ev_timer_again(sp->src.loop, &sp->tick);
     send_state(sp, f, true);
 }
 
@@ -408,7 +334,7 @@ void mx_statuspage_call(struct mx_statuspage *sp, const struct mx_call_report *r
 {
     struct mx_callrec rec;
     struct mx_callsplit split;
-    const struct wakes *w = r->up ? &sp->wakes[r->up->idx] : NULL;
+    const struct wakes *w = r->up && r->up->idx < MX_STATUS_SLOTS ? &sp->wakes[r->up->idx] : NULL;
     if (sp == NULL)
         return;
     mx_callring_split(r->t_recv, r->t_up_start, r->t_up_done, now, w ? w->from : NULL,
@@ -444,7 +370,7 @@ void mx_statuspage_call(struct mx_statuspage *sp, const struct mx_call_report *r
 void mx_statuspage_wake(struct mx_statuspage *sp, struct mx_upstream *u, bool start,
                         double duration_s)
 {
-    if (sp == NULL || u->idx >= MX_GATEWAY_MAX_SLOTS)
+    if (sp == NULL || u->idx >= MX_STATUS_SLOTS)
         return;
     struct wakes *w = &sp->wakes[u->idx];
     double now = now_mono();
@@ -462,6 +388,17 @@ void mx_statuspage_wake(struct mx_statuspage *sp, struct mx_upstream *u, bool st
     }
     if (sp->feed_cnt)
         send_state(sp, NULL, false);
+}
+
+void mx_statuspage_wake_last(const struct mx_statuspage *sp, size_t idx, time_t *at,
+                             double *duration_s)
+{
+    *at = 0;
+    *duration_s = -1.0;
+    if (sp && idx < MX_STATUS_SLOTS) {
+        *at = sp->wakes[idx].last_at;
+        *duration_s = sp->wakes[idx].last_s;
+    }
 }
 
 /* ---- login ---- */
@@ -589,7 +526,7 @@ static void serve_login(struct mx_statuspage *sp, struct mx_req *req)
     char cookie[256];
     snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/status; Max-Age=%d%s",
              MX_STATUS_COOKIE_NAME, c->v, (int)MX_STATUS_COOKIE_TTL_S,
-             sp->gw->cfg->listen.tls ? "; Secure" : "");
+             sp->src.tls ? "; Secure" : "");
     struct mx_hdr_out h[] = {{"Set-Cookie", cookie},
                              {"Location", "/status"},
                              {"Cache-Control", "no-store"},
@@ -616,13 +553,13 @@ void mx_statuspage_serve(struct mx_statuspage *sp, struct mx_req *req)
     bool get = mx_str_eq(mx_req_method(req), MX_STR_LIT("GET"));
     if (mx_str_eq(path, MX_STR_LIT("/status/code"))) {
         if (!mx_str_eq(mx_req_method(req), MX_STR_LIT("POST")))
-            mx_gateway_error(req, 405, "use POST /status/code (as `mcplex status --open` does)");
+            refuse(req, 405, "use POST /status/code (as `mcplex status --open` does)");
         else
             serve_code(sp, req);
         return;
     }
     if (!get) {
-        mx_gateway_error(req, 405, "the status page takes GET only");
+        refuse(req, 405, "the status page takes GET only");
         return;
     }
     if (mx_str_eq(path, MX_STR_LIT("/")) || mx_str_eq(path, MX_STR_LIT("/status")) ||
@@ -630,7 +567,7 @@ void mx_statuspage_serve(struct mx_statuspage *sp, struct mx_req *req)
         struct mx_buf b;
         mx_buf_init(&b, PAGE_CAP);
         if (render_page(sp, &b) != 0)
-            mx_gateway_error(req, 500, "the status page exceeds its size cap");
+            refuse(req, 500, "the status page exceeds its size cap");
         else
             respond_doc(req, "text/html; charset=utf-8", mx_buf_data(&b), mx_buf_len(&b));
         mx_buf_clear(&b);
@@ -663,13 +600,13 @@ void mx_statuspage_serve(struct mx_statuspage *sp, struct mx_req *req)
             return;
         }
     }
-    mx_gateway_error(req, 404, "not found; the status page is at /status");
+    refuse(req, 404, "not found; the status page is at /status");
 }
 
-struct mx_statuspage *mx_statuspage_new(struct mx_gateway *gw)
+struct mx_statuspage *mx_statuspage_new(const struct mx_statuspage_src *src)
 {
     struct mx_statuspage *sp = mx_xcalloc(1, sizeof(*sp));
-    sp->gw = gw;
+    sp->src = *src;
     ev_init(&sp->tick, on_tick);
     sp->tick.repeat = MX_STATUS_TICK_S;
     sp->tick.data = sp;
@@ -680,7 +617,7 @@ void mx_statuspage_free(struct mx_statuspage *sp)
 {
     if (sp == NULL)
         return;
-    ev_timer_stop(sp->gw->loop, &sp->tick);
+    ev_timer_stop(sp->src.loop, &sp->tick);
     while (sp->feeds) {
         struct feed *f = sp->feeds;
         struct mx_req *req = f->req;

@@ -22,7 +22,11 @@
 #include "req.h"
 #include "upstream.h"
 
-struct mx_gateway;
+#include <time.h>
+
+#include <ev.h>
+#include <jansson.h>
+
 struct mx_statuspage;
 
 #define MX_STATUS_CODE_TTL_S   60.0          /* a login code lives this long, once */
@@ -31,8 +35,20 @@ struct mx_statuspage;
 #define MX_STATUS_MAX_FEEDS    16  /* open /status/events at once */
 #define MX_STATUS_TICK_S       1.0 /* a fresh state on the feed this often, while watched */
 
-/* The page of |gw| (borrowed; it must outlive the page). */
-struct mx_statuspage *mx_statuspage_new(struct mx_gateway *gw);
+#define MX_STATUS_SLOTS 256 /* upstream slots whose wakes are kept (the gateway's most) */
+
+/* What the page shows comes from its owner (the gateway, health.c). */
+struct mx_statuspage_src {
+    struct ev_loop *loop;
+    bool tls; /* the listener serves TLS: the login cookie is Secure */
+    /* A new object: {"version", "uptime_s", "upstreams": [...], "renamed",
+     * "inflight", "refused", "sessions": {"legacy"}}; never a secret. */
+    json_t *(*state)(void *data);
+    void *data;
+};
+
+/* A new page; |src| is copied. */
+struct mx_statuspage *mx_statuspage_new(const struct mx_statuspage_src *src);
 /* Ends every open feed; accepts NULL. */
 void mx_statuspage_free(struct mx_statuspage *sp);
 /* Whether |req| carries a live login cookie of this page (for the guard's
@@ -48,6 +64,10 @@ void mx_statuspage_call(struct mx_statuspage *sp, const struct mx_call_report *r
 /* Upstream |u| began (|start|) or ended a wake that took |duration_s|. */
 void mx_statuspage_wake(struct mx_statuspage *sp, struct mx_upstream *u, bool start,
                         double duration_s);
+/* When upstream slot |idx| last began a wake (0: never) and how long it
+ * took (< 0: still running or none). */
+void mx_statuspage_wake_last(const struct mx_statuspage *sp, size_t idx, time_t *at,
+                             double *duration_s);
 /* Open feeds (for tests and /health). */
 size_t mx_statuspage_feed_cnt(const struct mx_statuspage *sp);
 
