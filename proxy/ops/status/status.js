@@ -10,11 +10,13 @@
   const REN_COLS = ['name', 'kind', 'server', 'original'];
   const MAX_CALLS = 100;
 
-  // The same text the server renders (statuspage.c, put_text).
-  function text(v) {
+  // The same text the server renders (statuspage.c, put_text): durations
+  // (the *_ms members) in ms, everything else as it is.
+  function text(v, key) {
     if (v === null || v === undefined) return '-';
-    if (typeof v === 'number' && !Number.isInteger(v)) return (v < 10 ? v.toFixed(2) : v.toFixed(0)) + ' ms';
-    if (typeof v === 'number') return String(v);
+    if (typeof v === 'number' && key && key.endsWith('_ms')) {
+      return (v < 10 ? v.toFixed(2) : v.toFixed(0)) + ' ms';
+    }
     return String(v);
   }
 
@@ -23,7 +25,7 @@
     if (isUpstream) tr.dataset.server = text(o.name);
     for (const k of cols) {
       const td = document.createElement('td');
-      td.textContent = text(o[k]);
+      td.textContent = text(o[k], k);
       if (isUpstream && k === 'state') td.className = 'state st-' + text(o.state);
       tr.appendChild(td);
     }
