@@ -531,9 +531,10 @@ static void serve_login(struct mx_statuspage *sp, struct mx_req *req)
                              {"Location", "/status"},
                              {"Cache-Control", "no-store"},
                              {"Referrer-Policy", "no-referrer"}};
+    /* logged before the answer: once it is sent, |req| may be gone */
+    mx_log_info(SUBSYS, "a browser logged in to the status page from %s", mx_req_peer(req));
     mx_req_respond(req, 303, h, sizeof(h) / sizeof(h[0]), NULL, NULL, 0);
     OPENSSL_cleanse(cookie, sizeof(cookie));
-    mx_log_info(SUBSYS, "a browser logged in to the status page from %s", mx_req_peer(req));
 }
 
 /* ---- routes ---- */

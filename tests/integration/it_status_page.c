@@ -136,12 +136,16 @@ static void test_status_page_in_chromium(void **state)
     assert_int_equal(mx_it_http("GET", link, NULL, NULL, &status, NULL), 0);
     assert_int_equal(status, 403);
 
-    /* the client token never reached the log */
-    char *mcplex_log = mx_it_path("mcplex.log");
-    const char *scan[] = {mcplex_log, NULL};
+    /* the client token never reached the log, status --open's output nor
+     * what the browser saw */
+    char *scan_paths[] = {mx_it_path("mcplex.log"), mx_it_path("status-open.log"),
+                          mx_it_path("node-status-page-1.out"),
+                          mx_it_path("node-status-page-1.log")};
+    const char *scan[] = {scan_paths[0], scan_paths[1], scan_paths[2], scan_paths[3], NULL};
     const char *canaries[] = {ctok};
     assert_int_equal(mx_it_canary_hits(scan, canaries, 1), 0);
-    free(mcplex_log);
+    for (size_t i = 0; i < sizeof(scan_paths) / sizeof(scan_paths[0]); i++)
+        free(scan_paths[i]);
 
     free(e_base);
     free(e_login);
