@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -40,6 +41,169 @@ static char *login_link(const char *cfg_path)
     free(out);
     assert_non_null(strstr(link, "/status/login?code="));
     return link;
+}
+
+/* Without JavaScript: the HTML itself holds the upstream table, and what
+ * an upstream named is escaped in it. The stdio server's lists come with
+ * a first /mcp client, so one is made here with curl. */
+static void server_rendered(const char *base, const char *ctok)
+{
+    char *auth = mx_xasprintf("Authorization: Bearer %s", ctok);
+    char *mcp = mx_xasprintf("%s/mcp", base);
+    const char *h[] = {auth, "Content-Type: application/json",
+                       "Accept: application/json, text/event-stream",
+                       "MCP-Protocol-Version: 2025-06-18", NULL};
+    long status = 0;
+    char *hdrs = NULL, *body = NULL;
+    assert_int_equal(mx_it_http_full("POST", mcp, h,
+                                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                                     "\"params\":{\"protocolVersion\":\"2025-06-18\","
+                                     "\"capabilities\":{},\"clientInfo\":{\"name\":\"curl\","
+                                     "\"version\":\"1\"}}}",
+                                     30000, &status, &hdrs, &body),
+                     0);
+    assert_int_equal(status, 200);
+    free(hdrs);
+    free(body);
+    char *page = mx_xasprintf("%s/status", base);
+    const char *ah[] = {auth, NULL};
+    bool seen = false;
+    /* the stdio server's lists arrive on their own after initialize */
+    for (int i = 0; i < 100 && !seen; i++) {
+        assert_int_equal(mx_it_http_full("GET", page, ah, NULL, 10000, &status, &hdrs, &body), 0);
+        assert_int_equal(status, 200);
+        seen = strstr(body, "&lt;img src=x onerror=alert(1)&gt;") != NULL;
+        if (seen) {
+            assert_non_null(strstr(body, "<tr data-server=\"alpha\">"));
+            assert_non_null(strstr(body, "<tr data-server=\"beta\">"));
+            assert_non_null(strstr(body, "<tr data-server=\"files\">"));
+            assert_null(strstr(body, "<img"));
+            assert_null(strstr(body, "<script>"));
+            assert_non_null(strstr(hdrs, "default-src 'self'"));
+        }
+        free(hdrs);
+        free(body);
+        if (!seen) {
+            struct timespec t = {0, 100 * 1000 * 1000};
+            nanosleep(&t, NULL);
+        }
+    }
+    assert_true(seen);
+    free(page);
+    free(mcp);
+    free(auth);
+}
+
+/* Over TLS: the cookie is Secure, HttpOnly, SameSite=Strict, for /status;
+ * it opens the page and its feed, never /mcp nor /status/code; a code
+ * works once; a wrong one opens nothing. */
+static void test_status_login_over_tls(void **state)
+{
+    char ctok[MX_IT_CANARY_SIZE];
+    char *ca = NULL;
+    (void)state;
+    mx_it_canary(ctok, sizeof(ctok));
+    char *tok_file = mx_it_secret_file("client.secret", ctok);
+    char *extra = mx_xasprintf("client_token = \"file:%s\"\n", tok_file);
+    int port = mx_it_start_sim_behind_mcplex(extra, &ca);
+    mx_it_set_ca_file(ca);
+    char *auth = mx_xasprintf("Authorization: Bearer %s", ctok);
+    char *code_url = mx_xasprintf("https://127.0.0.1:%d/status/code", port);
+    long status = 0;
+    char *hdrs = NULL, *body = NULL;
+    const char *ah[] = {auth, NULL};
+    /* no token, no code; the page refused */
+    assert_int_equal(mx_it_http("POST", code_url, NULL, "", &status, NULL), 0);
+    assert_int_equal(status, 403);
+    char *page = mx_xasprintf("https://127.0.0.1:%d/status", port);
+    assert_int_equal(mx_it_http("GET", page, NULL, NULL, &status, &body), 0);
+    assert_int_equal(status, 403);
+    assert_non_null(strstr(body, "mcplex status --open"));
+    free(body);
+    assert_int_equal(mx_it_http("POST", code_url, ah, "", &status, &body), 0);
+    assert_int_equal(status, 200);
+    json_t *o = json_loads(body, 0, NULL);
+    free(body);
+    char *login = mx_xasprintf("https://127.0.0.1:%d/status/login?code=%s", port,
+                               json_string_value(json_object_get(o, "code")));
+    json_decref(o);
+    char *wrong = mx_xasprintf("https://127.0.0.1:%d/status/login?code=%032d", port, 0);
+    assert_int_equal(mx_it_http_full("GET", wrong, NULL, NULL, 10000, &status, &hdrs, NULL), 0);
+    assert_int_equal(status, 403);
+    assert_null(strstr(hdrs, "Set-Cookie"));
+    free(hdrs);
+    assert_int_equal(mx_it_http_full("GET", login, NULL, NULL, 10000, &status, &hdrs, NULL), 0);
+    assert_int_equal(status, 303);
+    const char *sc = strcasestr(hdrs, "Set-Cookie: mcplex_status=");
+    assert_non_null(sc);
+    char cookie[128];
+    size_t n = strcspn(sc + 12, ";\r\n");
+    assert_true(n < sizeof(cookie) - 8);
+    snprintf(cookie, sizeof(cookie), "Cookie: %.*s", (int)n, sc + 12);
+    const char *eol = strpbrk(sc, "\r\n");
+    char *line = mx_xstrndup(sc, eol ? (size_t)(eol - sc) : strlen(sc));
+    assert_non_null(strstr(line, "; HttpOnly"));
+    assert_non_null(strstr(line, "; SameSite=Strict"));
+    assert_non_null(strstr(line, "; Path=/status"));
+    assert_non_null(strstr(line, "; Secure"));
+    assert_non_null(strcasestr(hdrs, "Location: /status"));
+    free(line);
+    free(hdrs);
+    /* once */
+    assert_int_equal(mx_it_http("GET", login, NULL, NULL, &status, NULL), 0);
+    assert_int_equal(status, 403);
+    /* the cookie opens the page and the feed's first state ... */
+    const char *ch[] = {cookie, NULL};
+    assert_int_equal(mx_it_http("GET", page, ch, NULL, &status, &body), 0);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(body, "<tr data-server=\"sim\">"));
+    free(body);
+    char *state_url = mx_xasprintf("https://127.0.0.1:%d/status/state", port);
+    assert_int_equal(mx_it_http("GET", state_url, ch, NULL, &status, &body), 0);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(body, "\"type\":\"state\""));
+    free(body);
+    /* ... and nothing else */
+    char *mcp = mx_xasprintf("https://127.0.0.1:%d/mcp", port);
+    const char *mh[] = {cookie, "Content-Type: application/json",
+                        "Accept: application/json, text/event-stream", NULL};
+    assert_int_equal(mx_it_http("POST", mcp, mh,
+                                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &status,
+                                NULL),
+                     0);
+    assert_int_equal(status, 403);
+    char *metrics = mx_xasprintf("https://127.0.0.1:%d/metrics", port);
+    assert_int_equal(mx_it_http("GET", metrics, ch, NULL, &status, NULL), 0);
+    assert_int_equal(status, 403);
+    assert_int_equal(mx_it_http("POST", code_url, ch, "", &status, NULL), 0);
+    assert_int_equal(status, 403);
+    /* a forged cookie is no login */
+    const char *fh[] = {"Cookie: mcplex_status="
+                        "0000000000000000000000000000000000000000000000000000000000000000",
+                        NULL};
+    assert_int_equal(mx_it_http("GET", page, fh, NULL, &status, NULL), 0);
+    assert_int_equal(status, 403);
+    /* no code nor cookie value in the log */
+    char *log_path = mx_it_path("mcplex.log");
+    char *log = mx_it_read_file(log_path, NULL);
+    assert_non_null(log);
+    assert_null(strstr(log, strchr(login, '=') + 1));
+    assert_null(strstr(log, cookie + strlen("Cookie: mcplex_status=")));
+    assert_null(strstr(log, ctok));
+    free(log);
+    free(log_path);
+    free(metrics);
+    free(mcp);
+    free(state_url);
+    free(wrong);
+    free(login);
+    free(page);
+    free(code_url);
+    free(auth);
+    free(extra);
+    free(tok_file);
+    free(ca);
+    mx_it_pass();
 }
 
 static void test_status_page_in_chromium(void **state)
@@ -78,6 +242,7 @@ static void test_status_page_in_chromium(void **state)
 
     char *link = login_link(cfg_path);
     char *base = mx_xasprintf("http://127.0.0.1:%d", port);
+    server_rendered(base, ctok);
     char *sim_url = mx_xasprintf("http://127.0.0.1:%d", alpha_port);
     char *e_base = mx_xasprintf("MX_BASE=%s", base);
     char *e_login = mx_xasprintf("MX_LOGIN=%s", link);
@@ -171,6 +336,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_status_page_in_chromium, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_status_login_over_tls, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
