@@ -10,6 +10,7 @@
  * after an idle pause (--wake). Prints a table or JSON. The requests are in
  * benchrun.c, the order statistics in benchstat.c.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "benchreport.h"
 #include "benchrun.h"
 #include "benchstat.h"
 #include "cmd.h"
@@ -49,7 +51,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mcplex bench [-c FILE] [--server NAME] [--call TOOL [--args JSON]]\n"
             "                    [-n N] [--concurrency C] [--json | --wide] [--wake]\n"
-            "                    [--merged]\n"
+            "                    [--merged] [--html FILE]\n"
             "\n"
             "Measures each upstream directly and through the running gateway\n"
             "(/mcp/<server> at the config's [listen] address): TCP connect, TLS\n"
@@ -82,6 +84,10 @@ static void usage(FILE *f)
             "  --merged             through the gateway's merged /mcp instead of\n"
             "                       /mcp/<server>: the --call tool is called by the name\n"
             "                       /mcp lists it under (plain, else <alias>_TOOL)\n"
+            "  --html FILE          also write a report page to FILE: the latency\n"
+            "                       distribution (CDF) of each row direct and through the\n"
+            "                       gateway, what the gateway added, and the wake timeline\n"
+            "                       with --wake (inline SVG, no script)\n"
             "  --gateway URL        the gateway's base URL instead of the config's [listen]\n"
             "  --cacert FILE        with an https --gateway: the CA to trust (PEM)\n"
             "  --http1.1            HTTP/1.1 only (default: h2 where TLS offers it)\n"
@@ -107,8 +113,9 @@ struct opts {
     const char *gateway;
     const char *cacert;
     bool http1;
-    bool merged; /* the gateway side at /mcp, not /mcp/<server> */
-    bool wide;   /* every column; else the table fits 100 columns */
+    bool merged;      /* the gateway side at /mcp, not /mcp/<server> */
+    bool wide;        /* every column; else the table fits 100 columns */
+    const char *html; /* --html FILE */
 };
 
 /* One measurement: the same requests direct and through the gateway. */
@@ -478,6 +485,60 @@ out:
 
 /* ---- output ---- */
 
+#define HTML_CAP (32 * 1024 * 1024)
+
+/* The --html page into |path|, from the samples in the order they came
+ * (before the table sorts them). Returns 0, or 1 after saying why. */
+static int write_html(const struct report *rep, const struct opts *o, const char *gw_base,
+                      const char *path)
+{
+    struct mx_benchreport_row *rows = mx_xcalloc(rep->cnt + 1, sizeof(*rows));
+    for (size_t i = 0; i < rep->cnt; i++) {
+        const struct row *w = &rep->rows[i];
+        rows[i].server = w->server;
+        rows[i].measure = w->measure;
+        rows[i].conc = w->conc;
+        rows[i].wake = strncmp(w->measure, "wake:", 5) == 0;
+        for (int k = 0; k < 2; k++) {
+            bool shown = k == 1 || w->has_direct;
+            rows[i].us[k] = w->st[k].us;
+            rows[i].cnt[k] = shown ? w->st[k].cnt : 0;
+            rows[i].errors[k] = w->st[k].errors;
+        }
+    }
+    char when[40];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+    struct mx_benchreport r = {MX_VERSION, gw_base, o->merged ? "/mcp" : "/mcp/<server>",
+                               o->call,    when,    o->n,
+                               o->conc,    rows,    rep->cnt};
+    struct mx_buf b;
+    int ret = 1;
+    mx_buf_init(&b, HTML_CAP);
+    if (mx_benchreport_html(&b, &r) != 0) {
+        fprintf(stderr, "mcplex: the --html report would exceed %d MiB; use a smaller -n\n",
+                HTML_CAP / (1024 * 1024));
+    } else {
+        FILE *f = fopen(path, "w");
+        if (f == NULL || fwrite(mx_buf_data(&b), 1, mx_buf_len(&b), f) != mx_buf_len(&b)) {
+            fprintf(stderr, "mcplex: cannot write the --html report to %s: %s\n", path,
+                    strerror(errno));
+        } else {
+            ret = 0;
+        }
+        if (f && fclose(f) != 0 && ret == 0) {
+            fprintf(stderr, "mcplex: cannot write the --html report to %s: %s\n", path,
+                    strerror(errno));
+            ret = 1;
+        }
+    }
+    mx_buf_clear(&b);
+    free(rows);
+    return ret;
+}
+
 struct summary {
     bool ok;
     int64_t p50, p90, p99, max;
@@ -686,6 +747,9 @@ static int bench_opt(int ch, const char *arg, void *data)
     case 'X':
         o->wide = true;
         break;
+    case 'H':
+        o->html = arg;
+        break;
     }
     return 0;
 }
@@ -707,6 +771,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                                        {"http1.1", no_argument, NULL, '1'},
                                        {"merged", no_argument, NULL, 'M'},
                                        {"wide", no_argument, NULL, 'X'},
+                                       {"html", required_argument, NULL, 'H'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:n:h", lo, usage, bench_opt, NULL};
@@ -781,11 +846,12 @@ int mx_cmd_bench(int argc, char **argv)
             continue;
         bench_server(&rep, &o, cfg, sc, gw_base, gw_ca);
     }
+    int html_rc = o.html ? write_html(&rep, &o, gw_base, o.html) : 0;
     if (o.json)
         print_json(&rep, &o, gw_base);
     else
         print_table(&rep, &o, gw_base);
-    ret = rep.failures ? 1 : 0;
+    ret = rep.failures || html_rc ? 1 : 0;
     for (size_t r = 0; r < rep.cnt; r++) {
         if (rep.rows[r].st[1].cnt == 0 || (rep.rows[r].has_direct && rep.rows[r].st[0].cnt == 0))
             ret = 1;

@@ -29,7 +29,8 @@
 #            1 … 50 upstreams × 1,000 tools: the first initialize and
 #            tools/list (every page) cold, again (cached), and on a second
 #            start with the catalogue the first left in its state_dir
-# and prints a markdown report (also written to --out).
+# and prints a markdown report (also written to --out), with two SVG plots
+# next to it (OUT without .md, then -latency.svg and -added.svg).
 #   bench/suite.sh [--smoke] [--rounds R] [--seconds S] [--out FILE]
 # --smoke: every contender and client once for a moment, checked for errors,
 # no times judged (CI). MX_BUILD_DIR names the build directory (build).
@@ -648,6 +649,20 @@ for name in nginx mcplex mcplex-tls mcplex-ev mcp-hub; do
     mem+="$name=${rss_idle[$name]}/${rss_peak[$name]}/${anon_idle[$name]}/${pss_idle[$name]} "
 done
 node bench/report.mjs "$results" "$rounds" "$secs" "$n_lat" "${mem% }" "$smoke" "$n_ev" >"$work/report.md"
+# the plots next to the report: OUT without .md, then -latency.svg and
+# -added.svg; each must hold a curve (bar) per contender (and direct)
+plots=${out%.md}
+contenders=$(cut -f1,2 "$results" | awk -F'\t' '$1 == "lat" && $2 !~ /^direct@/ { print $2 }' | sort -u | wc -l)
+while read -r svg n; do
+    case $svg in
+    *-latency.svg) want=$((contenders + 1)) ;;
+    *) want=$((2 * contenders)) ;;
+    esac
+    [ "$n" -eq "$want" ] && [ "$(grep -c 'class="\(curve\|bar\)"' "$svg")" -eq "$want" ] ||
+        die "plot $svg holds $n curves or bars, want $want"
+done < <(node bench/plots.mjs "$results" "$plots")
+printf '\n![tools/call latency by contender](%s)\n\n![added latency](%s)\n' \
+    "$(basename "$plots")-latency.svg" "$(basename "$plots")-added.svg" >>"$work/report.md"
 cp "$work/report.md" "$out"
 cat "$out"
 echo "suite: report written to $out" >&2

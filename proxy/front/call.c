@@ -241,6 +241,16 @@ void mx_call_note(struct mx_call *c, const char *rpc_method, const json_t *id, c
     c->token = json_is_string(tok) || json_is_integer(tok) ? json_incref(tok) : NULL;
 }
 
+void mx_call_note_target(struct mx_call *c, const json_t *params, bool modern)
+{
+    const char *m = c->rpc_method;
+    const char *name = json_string_value(json_object_get(params, "name"));
+    c->modern = modern;
+    c->target[0] = '\0';
+    if (name && (strcmp(m, "tools/call") == 0 || strcmp(m, "prompts/get") == 0))
+        snprintf(c->target, sizeof(c->target), "%s", name);
+}
+
 void mx_call_account(struct mx_call *c, struct mx_upstream *up)
 {
     c->up = up;
@@ -267,7 +277,10 @@ static void report(struct mx_call *c)
                                c->t_recv,
                                c->t_up_start,
                                c->t_up_done,
-                               c->req_id};
+                               c->req_id,
+                               c->trace_session,
+                               c->target[0] ? c->target : NULL,
+                               c->modern};
     hk->done(&r, hk->data);
 }
 

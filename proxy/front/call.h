@@ -81,6 +81,9 @@ struct mx_call_report {
      * ended; 0 for what did not happen */
     double t_recv, t_up_start, t_up_done;
     unsigned long req_id;
+    const char *session; /* the client session's id (2025 sessions); NULL: none */
+    const char *target;  /* the tool or prompt name asked for; NULL: none */
+    bool modern;         /* a 2026-07-28 request (stateless) */
 };
 
 /* What the front needs of the gateway, passed in at creation. */
@@ -247,6 +250,8 @@ struct mx_call {
     char http_method[12];
     char path[80];
     char rpc_method[64];
+    char target[64]; /* tools/call and prompts/get: the name asked for, cut */
+    bool modern;     /* a 2026-07-28 request */
 };
 
 /*
@@ -266,6 +271,10 @@ void mx_call_release(struct mx_call *c);
  * none) of the client request, for the answer and the report; with |meta|
  * (the request's params._meta) its progress token too. */
 void mx_call_note(struct mx_call *c, const char *rpc_method, const json_t *id, const json_t *meta);
+/* For the report: the name a tools/call or prompts/get asks for (from
+ * |params|, the request's params; nothing for other methods), and whether
+ * the request is a 2026-07-28 one. Never its arguments. */
+void mx_call_note_target(struct mx_call *c, const json_t *params, bool modern);
 /* Account the call to |up| (may be NULL). */
 void mx_call_account(struct mx_call *c, struct mx_upstream *up);
 /* The upstream could not give what the answer needed (copied, for the

@@ -963,6 +963,7 @@ static void post(struct mx_mcp *m, struct mx_mcpup *scope, struct mx_call *c)
     mx_call_note(c, kind == MX_RPC_RESPONSE ? "response" : method,
                  kind == MX_RPC_REQUEST ? id : NULL,
                  json_object_get(json_object_get(msg, "params"), "_meta"));
+    mx_call_note_target(c, json_object_get(msg, "params"), false);
     if (kind == MX_RPC_REQUEST && strcmp(method, "initialize") == 0 &&
         !mx_req_header(c->req, "Mcp-Session-Id")) {
         trace_in(m, NULL, body);

@@ -1338,6 +1338,7 @@ void mcp_modern_post(struct mx_mcp *m, struct mx_call *c, json_t *msg, struct mx
     }
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
     mx_call_note(c, method, json_object_get(msg, "id"), meta);
+    mx_call_note_target(c, json_object_get(msg, "params"), true);
     struct mx_rev_hdrs h;
     struct mx_rev_error err;
     get_headers(c->req, &h);

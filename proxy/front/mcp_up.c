@@ -26,6 +26,7 @@
 #include "front_int.h"
 #include "mcp.h"
 #include "rand.h"
+#include "revision.h"
 #include "rpc.h"
 #include "up2026.h"
 
@@ -2027,6 +2028,14 @@ json_t *mx_mcp_health(struct mx_mcp *m)
                 json_object_set_new(o, mx_agg_list_key((enum mx_agg_kind)k),
                                     json_integer((json_int_t)json_array_size(u->lists[k])));
         }
+        /* what the status page shows: the revision the upstream answered
+         * initialize with, and whether its lists are this run's or the
+         * catalogue's from disk */
+        const char *rev = json_string_value(json_object_get(u->init, "protocolVersion"));
+        if (rev == NULL && u->env.era == MX_UPSESS_ERA_MODERN)
+            rev = MX_REV_MODERN;
+        json_object_set_new(o, "revision", rev ? json_string(rev) : json_null());
+        json_object_set_new(o, "catalogue", json_string(u->from_catalogue ? "cached" : "fresh"));
         if (u->state == UPS_FAILED)
             json_object_set_new(o, "reason", json_string(u->fail.message));
         if (u->dropped)

@@ -165,7 +165,14 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struc
     if (cfg->client_token) {
         bool health = mx_str_eq(req->method, MX_STR_LIT("GET")) &&
                       mx_str_eq(req->path, MX_STR_LIT("/health"));
-        if (!health && !token_ok(cfg, req->authorization))
+        bool page =
+            mx_guard_is_page_path(req->path) && !mx_str_eq(req->path, MX_STR_LIT("/status/code"));
+        bool login = mx_str_eq(req->path, MX_STR_LIT("/status/login"));
+        /* The login cookie stands in for the token on the page's paths
+         * only: it never opens /mcp, /metrics or the code that logs in. */
+        if (page && !login && !req->page_login && !token_ok(cfg, req->authorization))
+            return MX_GUARD_NO_LOGIN;
+        if (!page && !health && !token_ok(cfg, req->authorization))
             return MX_GUARD_NO_TOKEN;
     }
     /*
@@ -179,6 +186,15 @@ enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg, const struc
         !mx_rev_accepts(req->accept, "text/event-stream", false))
         return MX_GUARD_NOT_STREAM;
     return MX_GUARD_OK;
+}
+
+bool mx_guard_is_page_path(struct mx_str path)
+{
+    static const struct mx_str status = {"/status", 7};
+    if (mx_str_eq(path, MX_STR_LIT("/")))
+        return true;
+    return path.len >= status.len && memcmp(path.p, status.p, status.len) == 0 &&
+           (path.len == status.len || path.p[status.len] == '/');
 }
 
 int mx_guard_status(enum mx_guard_verdict v)
@@ -199,6 +215,9 @@ const char *mx_guard_message(enum mx_guard_verdict v)
     case MX_GUARD_NO_TOKEN:
         return "missing or wrong client token: configure your MCP client to send "
                "'Authorization: Bearer <token>' with the token named by [listen] client_token";
+    case MX_GUARD_NO_LOGIN:
+        return "the status page needs the client token: run `mcplex status --open` for a "
+               "one-time login link, or send 'Authorization: Bearer <token>'";
     case MX_GUARD_NOT_STREAM:
         return "Not Acceptable: a GET at an MCP endpoint opens an SSE stream, and its Accept "
                "must list text/event-stream";

@@ -26,6 +26,9 @@ struct mx_guard_req {
     const struct mx_str *origin;        /* NULL when absent */
     const struct mx_str *authorization; /* NULL when absent */
     const struct mx_str *accept;        /* NULL when absent */
+    /* the request carries a live status-page login cookie (checked by the
+     * caller, which keeps them); counts only on the page's paths */
+    bool page_login;
 };
 
 enum mx_guard_verdict {
@@ -34,7 +37,16 @@ enum mx_guard_verdict {
     MX_GUARD_BAD_ORIGIN, /* 403: Origin present, not allowed and not the Host's own */
     MX_GUARD_NO_TOKEN,   /* 403: client token required and missing or wrong */
     MX_GUARD_NOT_STREAM, /* 406: a GET at /mcp or /mcp/<server> that asks for no SSE stream */
+    MX_GUARD_NO_LOGIN,   /* 403: the status page, with a client token, without it or a login */
 };
+/*
+ * The status page's paths: "/", "/status" and "/status/..." (its assets,
+ * its feed, its login). With a client token they accept the token or a
+ * page login (mx_guard_req.page_login), except "/status/login", which its
+ * one-time code guards, and "/status/code", which makes those codes and
+ * takes the token only. Every other path takes the token only.
+ */
+bool mx_guard_is_page_path(struct mx_str path);
 
 enum mx_guard_verdict mx_guard_check(const struct mx_guard_cfg *cfg,
                                      const struct mx_guard_req *req);

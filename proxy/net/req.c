@@ -288,6 +288,8 @@ const char *mx_http_reason(int status)
         return "Moved Permanently";
     case 302:
         return "Found";
+    case 303:
+        return "See Other";
     case 304:
         return "Not Modified";
     case 400:

@@ -8,6 +8,7 @@
  * <state_dir>/certs (for --url, the default state dir's, or --ca). `reload`
  * finds the gateway through the same functions.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -28,6 +30,9 @@
 #include "err.h"
 #include "model.h"
 #include "num.h"
+#include "proc.h"
+#include "secret.h"
+#include "secret_ref.h"
 
 #define HEALTH_CAP        (4 * 1024 * 1024)
 #define STATUS_TIMEOUT_MS 5000L
@@ -36,18 +41,24 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mcplex status [-c FILE | --url URL [--ca FILE]] [--json]\n"
-               "\n"
-               "Asks a running gateway for GET /health and prints its listener and\n"
-               "upstreams: state, since when, requests, failures, wakes, tools and the\n"
-               "median upstream latency of the last minute, then each upstream's last\n"
-               "error (unreachable, tls, auth-failed, gone) and its age. Of a config,\n"
-               "only [listen] and [proxy] must be right: an error elsewhere is shown as\n"
-               "a warning.\n"
-               "\n" MX_STATUS_WHERE_HELP "  --json             print the /health JSON as it came\n"
-               "  -h, --help         this text\n"
-               "\n"
-               "Exit status: 0 the gateway answered, 1 it did not, 2 usage error.\n");
+    fprintf(f,
+            "usage: mcplex status [-c FILE | --url URL [--ca FILE]] [--json | --open]\n"
+            "\n"
+            "Asks a running gateway for GET /health and prints its listener and\n"
+            "upstreams: state, since when, requests, failures, wakes, tools and the\n"
+            "median upstream latency of the last minute, then each upstream's last\n"
+            "error (unreachable, tls, auth-failed, gone) and its age. Of a config,\n"
+            "only [listen] and [proxy] must be right: an error elsewhere is shown as\n"
+            "a warning.\n"
+            "\n" MX_STATUS_WHERE_HELP "  --json             print the /health JSON as it came\n"
+            "  --open             open the status page in the browser (xdg-open), else\n"
+            "                     print its link: a one-time login link, asked of the\n"
+            "                     gateway with the client token ([listen] client_token of\n"
+            "                     the config; with --url, $" MX_STATUS_TOKEN_ENV "), valid once\n"
+            "                     within a minute\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "Exit status: 0 the gateway answered, 1 it did not, 2 usage error.\n");
 }
 
 /* ---- table ---- */
@@ -562,7 +573,8 @@ bool mx_status_where_fits(const void *data)
 
 struct status_opts {
     struct mx_status_where where;
-    bool raw; /* --json */
+    bool raw;  /* --json */
+    bool open; /* --open */
 };
 
 static int status_opt(int ch, const char *arg, void *data)
@@ -572,19 +584,167 @@ static int status_opt(int ch, const char *arg, void *data)
         o->raw = true;
         return 0;
     }
+    if (ch == 'o') {
+        o->open = true;
+        return 0;
+    }
     return mx_status_where_opt(ch, arg, &o->where);
 }
 
 static bool status_fits(const void *data)
 {
     const struct status_opts *o = data;
-    return mx_status_where_fits(&o->where);
+    return mx_status_where_fits(&o->where) && !(o->raw && o->open);
+}
+
+/* ---- --open ---- */
+
+/* The client token: [listen] client_token of the config, or with --url
+ * $MCPLEX_TOKEN. NULL when there is none (the gateway may need none);
+ * *|bad| after printing why a configured one did not resolve. */
+static struct mx_secret *client_token(const struct mx_status_where *w, bool *bad)
+{
+    struct mx_secret *sec = NULL;
+    *bad = false;
+    if (w->url) {
+        const char *v = getenv(MX_STATUS_TOKEN_ENV);
+        return v && v[0] ? mx_secret_new(v, strlen(v)) : NULL;
+    }
+    struct mx_config *cfg = where_config(w->cfg);
+    if (cfg == NULL) {
+        *bad = true;
+        return NULL;
+    }
+    if (cfg->listen.client_token_ref) {
+        struct mx_diag d = {0};
+        char msg[1024];
+        if (mx_secret_resolve(cfg->listen.client_token_ref, cfg->proxy.vault, cfg->dir, &sec, &d) !=
+            0) {
+            fprintf(stderr, "mcplex: %s\nmcplex: the login link needs the client token\n",
+                    mx_diag_format(&d, msg, sizeof(msg)));
+            *bad = true;
+        }
+    }
+    mx_config_free(cfg);
+    return sec;
+}
+
+/* POST <base>/status/code with the token; the code into |code| (33
+ * bytes). Returns 0, or 1 after printing why. */
+static int login_code(const struct target *t, const char *base, const struct mx_secret *tok,
+                      bool from_url, char *code)
+{
+    char err[CURL_ERROR_SIZE] = "";
+    struct mx_buf body;
+    struct curl_slist *hdrs = NULL;
+    long status = 0;
+    int ret = 1;
+    char *url = mx_xasprintf("%s/status/code", base);
+    char *auth = tok ? mx_secret_header_new(tok, MX_AUTH_BEARER, NULL) : NULL;
+    mx_buf_init(&body, 4096);
+    CURL *c = health_get(url, &body, err);
+    if (c == NULL) {
+        fprintf(stderr, "mcplex: cannot initialise libcurl\n");
+        goto out;
+    }
+    if (auth)
+        hdrs = curl_slist_append(hdrs, auth);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
+    if (t->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        say_failure(t, rc, err);
+        goto out;
+    }
+    if (status == 403) {
+        if (tok)
+            fprintf(stderr,
+                    "mcplex: %s refused the client token; is it the one the gateway "
+                    "serves with?\n",
+                    url);
+        else
+            fprintf(stderr, "mcplex: %s needs the client token: %s\n", url,
+                    from_url ? "set $" MX_STATUS_TOKEN_ENV " to it"
+                             : "run with -c and the gateway's config");
+        goto out;
+    }
+    json_t *o = status == 200 ? json_loadb(mx_buf_data(&body), mx_buf_len(&body), 0, NULL) : NULL;
+    const char *v = json_string_value(json_object_get(o, "code"));
+    if (v == NULL || strlen(v) != 32) {
+        fprintf(stderr,
+                "mcplex: %s answered HTTP %ld without a login code; is the gateway an "
+                "mcplex with a status page (0.2 or later)?\n",
+                url, status);
+    } else {
+        memcpy(code, v, 33);
+        ret = 0;
+    }
+    json_decref(o);
+out:
+    curl_slist_free_all(hdrs);
+    if (auth)
+        mx_secret_wipe_free(auth);
+    mx_buf_clear(&body);
+    free(url);
+    return ret;
+}
+
+/* xdg-open |url| when a desktop session is there; whether it took it. */
+static bool browse(const char *url)
+{
+    const char *d = getenv("DISPLAY"), *wd = getenv("WAYLAND_DISPLAY");
+    if (!(d && d[0]) && !(wd && wd[0]))
+        return false;
+    char prog[] = "xdg-open";
+    char *u = mx_xstrdup(url);
+    char *argv[] = {prog, u, NULL};
+    pid_t pid;
+    int st = 0;
+    int rc = mx_spawn(argv, environ, -1, true, &pid);
+    free(u);
+    if (rc != 0)
+        return false;
+    pid_t got;
+    do
+        got = waitpid(pid, &st, 0);
+    while (got < 0 && errno == EINTR);
+    return got == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int open_page(const struct mx_status_where *w, const struct target *t)
+{
+    bool bad;
+    char code[33];
+    struct mx_secret *tok = client_token(w, &bad);
+    if (bad)
+        return 1;
+    /* t->url is <base>/health */
+    char *base = mx_xstrndup(t->url, strlen(t->url) - strlen("/health"));
+    int ret = login_code(t, base, tok, w->url != NULL, code);
+    mx_secret_free(tok);
+    if (ret == 0) {
+        char *url = mx_xasprintf("%s/status/login?code=%s", base, code);
+        if (browse(url)) {
+            printf("mcplex: opened the status page in your browser (%s/status)\n", base);
+        } else {
+            printf("Open this link in your browser; it logs in once, within a minute:\n%s\n", url);
+        }
+        free(url);
+    }
+    free(base);
+    return ret;
 }
 
 int mx_cmd_status(int argc, char **argv)
 {
     static const struct option opts[] = {MX_STATUS_WHERE_OPTIONS,
                                          {"json", no_argument, NULL, 'j'},
+                                         {"open", no_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     static const struct mx_cmdline cl = {"c:h", opts, usage, status_opt, status_fits};
@@ -601,6 +761,10 @@ int mx_cmd_status(int argc, char **argv)
         goto out;
     if (mx_cmdline_curl_init() != 0)
         goto out;
+    if (o.open) {
+        ret = open_page(&o.where, &t);
+        goto out_curl;
+    }
     if (fetch(&t, &body) != 0)
         goto out_curl;
     if (o.raw) {

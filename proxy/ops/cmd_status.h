@@ -15,6 +15,8 @@
 #include <jansson.h>
 
 struct mx_config;
+/* Where `status --open` with --url, and a client's config, take the client token from. */
+#define MX_STATUS_TOKEN_ENV "MCPLEX_TOKEN"
 
 int mx_cmd_status(int argc, char **argv);
 

@@ -18,6 +18,7 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "rpc.h"
+#include "statuspage.h"
 #include "suggest.h"
 
 /* What one message of an HTTP+SSE client's stream may hold, as the SSE
@@ -51,7 +52,8 @@ static bool guard_pass(struct mx_gateway *gw, struct mx_req *req)
                              mx_req_header(req, "Host"),
                              mx_req_header(req, "Origin"),
                              mx_req_header(req, "Authorization"),
-                             mx_req_header(req, "Accept")};
+                             mx_req_header(req, "Accept"),
+                             mx_statuspage_logged_in(gw->status, req)};
     enum mx_guard_verdict v = mx_guard_check(&gw->guard, &g);
     if (v == MX_GUARD_OK)
         return true;
@@ -221,6 +223,10 @@ static void on_request(struct mx_req *req, void *data)
         mx_metrics_serve(gw, req);
         return;
     }
+    if (mx_guard_is_page_path(path)) {
+        mx_statuspage_serve(gw->status, req);
+        return;
+    }
     if (mx_str_has_prefix(path, mcp_prefix)) {
         serve_mcp(gw, req, mx_str_make(path.p + mcp_prefix.len, path.len - mcp_prefix.len));
         return;
@@ -275,8 +281,8 @@ size_t mx_gateway_inflight(const struct mx_gateway *gw)
  */
 static void on_call_done(const struct mx_call_report *r, void *data)
 {
+    struct mx_gateway *gw = data;
     double now = mx_metrics_now(), up_s = -1.0, added_s = -1.0;
-    (void)data;
     if (r->t_up_start > 0.0 && r->t_up_done > 0.0) {
         up_s = r->t_up_done - r->t_up_start;
         added_s = (r->t_up_start - r->t_recv) + (now - r->t_up_done);
@@ -290,6 +296,7 @@ static void on_call_done(const struct mx_call_report *r, void *data)
     const char *label = mx_metrics_method_label(r->rpc_method);
     if (r->up)
         mx_metrics_upstream_call(r->up->metrics, r->up->metrics_slot, label, o, up_s, added_s);
+    mx_statuspage_call(gw->status, r, mx_metrics_outcome_name(o), now);
     if (!mx_log_access_enabled())
         return;
     struct mx_log_access a = {r->http_method,
@@ -343,6 +350,8 @@ static struct mx_gateway *gateway_new(struct ev_loop *loop, struct mx_config *cf
     gw->guard.allowed_origin_cnt = cfg->listen.allowed_origins.cnt;
     gw->guard.client_token = cfg->listen.client_token;
     gw->metrics = mx_metrics_new(NULL);
+    struct mx_statuspage_src src = {loop, cfg->listen.tls, mx_health_page_state, gw};
+    gw->status = mx_statuspage_new(&src);
     for (size_t i = 0; i < cfg->server_cnt; i++) {
         if (mx_gateway_slot_add(gw, &cfg->servers[i], gw->gens) == NULL) {
             mx_diag_set(diag, cfg->path, 0, 0, "more than %d servers", MX_GATEWAY_MAX_SLOTS);
@@ -402,6 +411,9 @@ void mx_gateway_free(struct mx_gateway *gw)
 {
     if (gw == NULL)
         return;
+    /* its feeds end before their connections go */
+    mx_statuspage_free(gw->status);
+    gw->status = NULL;
     mx_httpd_free(gw->httpd);
     /* its requests are the endpoints' until they are aborted */
     mx_legacy_free(gw->legacy);

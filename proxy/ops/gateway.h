@@ -12,6 +12,7 @@
 #define MX_GATEWAY_H
 
 #include <ev.h>
+#include <jansson.h>
 
 #include "diag.h"
 #include "guard.h"
@@ -22,6 +23,7 @@
 #include "upstream.h"
 
 struct mx_mcp;
+struct mx_statuspage;
 
 /*
  * A config generation: the config read at start or at one reload. The
@@ -54,9 +56,10 @@ struct mx_gateway {
     struct mx_httpd *httpd;
     struct mx_uclient *uclient;
     struct mx_trace *trace;
-    struct mx_mcp *mcp;         /* the MCP endpoints, /mcp and /mcp/<server> (mcp.h) */
-    struct mx_legacy *legacy;   /* HTTP+SSE at /sse and /sse/<server> (legacy.h) */
-    struct mx_metrics *metrics; /* GET /metrics (metrics.h) */
+    struct mx_mcp *mcp;           /* the MCP endpoints, /mcp and /mcp/<server> (mcp.h) */
+    struct mx_legacy *legacy;     /* HTTP+SSE at /sse and /sse/<server> (legacy.h) */
+    struct mx_metrics *metrics;   /* GET /metrics (metrics.h) */
+    struct mx_statuspage *status; /* GET /, /status/... (statuspage.h) */
     struct mx_guard_cfg guard;
     char *listen_host;
     uint64_t refused; /* requests refused by the guard */
@@ -101,6 +104,10 @@ struct mx_upstream *mx_gateway_slot_add(struct mx_gateway *gw, const struct mx_s
 
 /* Request handlers (gateway.c dispatches to these; health.c). */
 void mx_health_serve(struct mx_gateway *gw, struct mx_req *req);
+/* What GET /health answers, as a new object (the status page reads it). */
+json_t *mx_health_json(struct mx_gateway *gw);
+/* The status page's facts of the gateway |data| (statuspage.h's state). */
+json_t *mx_health_page_state(void *data);
 void mx_metrics_serve(struct mx_gateway *gw, struct mx_req *req);
 /* Calls in flight to upstreams with a client waiting (what a drain waits for). */
 size_t mx_gateway_inflight(const struct mx_gateway *gw);

@@ -12,10 +12,13 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "callring.h"
 #include "gateway.h"
 #include "mcp.h"
 #include "metrics.h"
 #include "procstat.h"
+#include "statuspage.h"
+#include "upsess.h"
 
 static void iso_time(time_t t, char *out, size_t cap)
 {
@@ -40,7 +43,7 @@ static json_t *last_error(const struct mx_upstream *u, time_t now)
                      (json_int_t)(now > u->fault_at ? now - u->fault_at : 0));
 }
 
-void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
+json_t *mx_health_json(struct mx_gateway *gw)
 {
     json_t *ups = json_array();
     char since[32];
@@ -104,11 +107,104 @@ void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
                                   "max_sessions", (json_int_t)mx_mcp_sessions_refused(gw->mcp)));
     /* the merged /mcp endpoint: sessions, per-upstream lists, renamed names */
     json_object_set_new(o, "mcp", mx_mcp_health(gw->mcp));
+    return o;
+}
+
+void mx_health_serve(struct mx_gateway *gw, struct mx_req *req)
+{
+    json_t *o = mx_health_json(gw);
     char *body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     struct mx_hdr_out h[] = {{"Cache-Control", "no-store"}};
     mx_req_respond(req, 200, h, 1, "application/json", body, strlen(body));
     free(body);
+}
+
+/* ---- the status page's facts (statuspage.h) ---- */
+
+#define P_WINDOW_S 300.0 /* the page's p50 and p99: the last five minutes */
+
+static const json_t *mcp_entry(const json_t *health, const char *name)
+{
+    const json_t *ups = json_object_get(json_object_get(health, "mcp"), "upstreams"), *u;
+    size_t i;
+    json_array_foreach(ups, i, u)
+    {
+        const char *n = json_string_value(json_object_get(u, "name"));
+        if (n && strcmp(n, name) == 0)
+            return u;
+    }
+    return NULL;
+}
+
+static json_t *count_of(const json_t *e, const char *key)
+{
+    json_t *v = json_object_get(e, key);
+    return json_is_integer(v) ? json_incref(v) : json_null();
+}
+
+static json_t *quantile_ms(const struct mx_upstream *u, double q)
+{
+    double v;
+    return mx_metrics_quantile(u->metrics, u->metrics_slot, P_WINDOW_S, q, &v) == 0
+               ? mx_callring_ms(v)
+               : json_null();
+}
+
+/* One upstream row: what /health says of it, with the page's extras. */
+static json_t *page_upstream(struct mx_gateway *gw, const struct mx_upstream *u, const json_t *hu,
+                             const json_t *health)
+{
+    const json_t *e = mcp_entry(health, u->cfg->name);
+    time_t wake_at;
+    double wake_s;
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", u->cfg->name, "state",
+                  mx_upstream_state_name(u->state), "transport", mx_upsess_transport_label(u->cfg),
+                  "calls", (json_int_t)u->requests, "errors", (json_int_t)u->failures);
+    json_object_set(o, "since", json_object_get(hu, "since"));
+    const json_t *le = json_object_get(hu, "last_error");
+    json_object_set(o, "last_error",
+                    json_is_object(le) ? json_object_get(le, "message") : json_null());
+    json_object_set(o, "revision", e ? json_object_get(e, "revision") : json_null());
+    json_object_set(o, "catalogue", e ? json_object_get(e, "catalogue") : json_null());
+    json_object_set_new(o, "tools", count_of(e, "tools"));
+    json_object_set_new(o, "prompts", count_of(e, "prompts"));
+    json_object_set_new(o, "resources", count_of(e, "resources"));
+    json_object_set_new(o, "p50_ms", quantile_ms(u, 0.5));
+    json_object_set_new(o, "p99_ms", quantile_ms(u, 0.99));
+    mx_statuspage_wake_last(gw->status, u->idx, &wake_at, &wake_s);
+    char at[32];
+    if (wake_at)
+        iso_time(wake_at, at, sizeof(at));
+    json_object_set_new(o, "last_wake_at", wake_at ? json_string(at) : json_null());
+    json_object_set_new(o, "last_wake_ms", wake_at ? mx_callring_ms(wake_s) : json_null());
+    return o;
+}
+
+json_t *mx_health_page_state(void *data)
+{
+    struct mx_gateway *gw = data;
+    json_t *health = mx_health_json(gw);
+    json_t *ups = json_array();
+    const json_t *hups = json_object_get(health, "upstreams");
+    size_t hi = 0;
+    /* /health lists the live slots in slot order too */
+    for (size_t i = 0; i < gw->upstream_cnt; i++) {
+        const struct mx_upstream *u = gw->upstreams[i];
+        if (u->retired)
+            continue;
+        json_array_append_new(ups, page_upstream(gw, u, json_array_get(hups, hi++), health));
+    }
+    json_t *o = json_pack("{s:s, s:O, s:o, s:O, s:O, s:O}", "version", MX_VERSION, "uptime_s",
+                          json_object_get(health, "uptime_s"), "upstreams", ups, "renamed",
+                          json_object_get(json_object_get(health, "mcp"), "renamed"), "inflight",
+                          json_object_get(health, "inflight"), "refused",
+                          json_object_get(health, "refused"));
+    json_object_set_new(o, "sessions",
+                        json_pack("{s:I}", "legacy", (json_int_t)mx_mcp_session_cnt(gw->mcp)));
+    json_decref(health);
+    return o;
 }
 
 #define METRICS_BODY_CAP (8 * 1024 * 1024)

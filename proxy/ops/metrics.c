@@ -309,6 +309,12 @@ static int cmp_double(const void *a, const void *b)
 
 int mx_metrics_p50(const struct mx_metrics *m, size_t slot, double window_s, double *out_s)
 {
+    return mx_metrics_quantile(m, slot, window_s, 0.5, out_s);
+}
+
+int mx_metrics_quantile(const struct mx_metrics *m, size_t slot, double window_s, double q,
+                        double *out_s)
+{
     const struct server *s = server_at(m, slot);
     double v[RING_CAP];
     size_t n = 0;
@@ -322,8 +328,11 @@ int mx_metrics_p50(const struct mx_metrics *m, size_t slot, double window_s, dou
     if (n == 0)
         return MX_ENOTFOUND;
     qsort(v, n, sizeof(v[0]), cmp_double);
-    /* nearest rank: the smallest value with at least half the samples at or below it */
-    *out_s = v[(n + 1) / 2 - 1];
+    /* nearest rank: the smallest value with at least q of the samples at or below it */
+    size_t rank = (size_t)(q * (double)n);
+    if ((double)rank < q * (double)n - 1e-9)
+        rank++;
+    *out_s = v[(rank ? rank : 1) - 1];
     return 0;
 }
 

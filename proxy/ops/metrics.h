@@ -128,6 +128,9 @@ void mx_metrics_wake_end(struct mx_metrics *m, size_t slot, double duration_s,
  * 0 and |*out_s|, or MX_ENOTFOUND when there was none.
  */
 int mx_metrics_p50(const struct mx_metrics *m, size_t slot, double window_s, double *out_s);
+/* The same for the quantile |q| in (0, 1] (nearest rank): 0.99 for p99. */
+int mx_metrics_quantile(const struct mx_metrics *m, size_t slot, double window_s, double q,
+                        double *out_s);
 
 /* What the gateway knows at render time (read, not kept, by this module). */
 struct mx_procstat;

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "statuspage.h"
 #include "trace.h"
 
 _Static_assert(MX_GATEWAY_MAX_SLOTS <= MX_CURSOR_MAX_SOURCES, "a list cursor names every slot");
@@ -46,15 +47,17 @@ static void obs_bytes(struct mx_upstream *u, uint64_t sent, uint64_t received, v
 
 static void obs_wake_start(struct mx_upstream *u, void *data)
 {
-    (void)data;
+    struct mx_gateway *gw = data;
     mx_metrics_wake_start(u->metrics, u->metrics_slot);
+    mx_statuspage_wake(gw->status, u, true, 0.0);
 }
 
 static void obs_wake_end(struct mx_upstream *u, double duration_s, bool woke, void *data)
 {
-    (void)data;
+    struct mx_gateway *gw = data;
     mx_metrics_wake_end(u->metrics, u->metrics_slot, duration_s,
                         woke ? MX_METRICS_WOKE : MX_METRICS_NO_WAKE);
+    mx_statuspage_wake(gw->status, u, false, duration_s);
 }
 
 static void obs_traced(struct mx_upstream *u, const char *dir, const char *session,

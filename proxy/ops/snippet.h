@@ -16,6 +16,8 @@
 
 #include <jansson.h>
 
+#include "cmd_status.h"
+
 struct mx_config;
 
 /* What the snippets say about the certificate. */
@@ -43,7 +45,7 @@ enum mx_client {
 int mx_snippet_client(const char *name, enum mx_client *c);
 
 /* The variable whose value is the client token, in every entry. */
-#define MX_SNIPPET_TOKEN_ENV "MCPLEX_TOKEN"
+#define MX_SNIPPET_TOKEN_ENV MX_STATUS_TOKEN_ENV
 
 /*
  * The entry of a JSON-configured client |c| (Claude Code, Cursor) for |url|:

@@ -386,6 +386,76 @@ static void test_bench_wake_after_idle(void **state)
     mx_it_pass();
 }
 
+/* Each <svg class="|kind|"> of |html| in turn: how many there are, and
+ * fails unless each holds |per| elements of class |what| whose
+ * data-series are, in order, |series|[0..per). */
+static size_t count_plots(const char *html, const char *kind, const char *what, size_t per,
+                          const char *const *series)
+{
+    char open[64], item[64];
+    size_t plots = 0;
+    snprintf(open, sizeof(open), "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"%s\"", kind);
+    snprintf(item, sizeof(item), "class=\"%s\" data-series=\"", what);
+    for (const char *p = strstr(html, open); p; p = strstr(p + 1, open)) {
+        const char *end = strstr(p, "</svg>");
+        assert_non_null(end);
+        size_t n = 0;
+        for (const char *q = strstr(p, item); q && q < end; q = strstr(q + 1, item)) {
+            const char *name = q + strlen(item);
+            if (series && n < per)
+                assert_int_equal(strncmp(name, series[n], strlen(series[n])), 0);
+            n++;
+        }
+        if (n != per)
+            fail_msg("a %s plot has %zu %s elements, want %zu", kind, n, what, per);
+        plots++;
+    }
+    return plots;
+}
+
+/* --html: a well-formed page (xmllint reads it as XML), one CDF per
+ * measured row with one curve per side, the added latency, and the wake
+ * timeline: two bars (direct, gateway) for each of the rounds. */
+static void test_bench_html_report(void **state)
+{
+    (void)state;
+    struct world w;
+    start_sim_world(&w);
+    char *path = mx_it_path("report.html");
+    const char *args[] = {"--server", "sim",
+                          "-n",       "30",
+                          "--call",   "echo",
+                          "--args",   "{\"message\":\"plot\"}",
+                          "--wake",   "--wake-control",
+                          "--html",   path,
+                          NULL};
+    char *out = NULL;
+    assert_int_equal(run_bench(&w, args, &out), 0);
+    free(out);
+    const char *lint[] = {"xmllint", "--noout", path, NULL};
+    char *lint_out = NULL;
+    int rc = mx_it_run("xmllint", lint, NULL, 30000, &lint_out);
+    if (rc != 0)
+        fail_msg("xmllint %d: %s", rc, lint_out);
+    free(lint_out);
+    size_t len = 0;
+    char *html = mx_it_read_file(path, &len);
+    assert_non_null(html);
+    assert_null(strstr(html, "<script"));
+    static const char *const sides[] = {"direct", "gateway"};
+    /* tcp connect, initialize, ping, tools/list, tools/call at c=1 and c=8 */
+    size_t cdf = count_plots(html, "cdf", "curve", 2, sides);
+    assert_int_equal(cdf, 10);
+    assert_int_equal(count_plots(html, "bars", "bar", 2 * cdf, NULL), 1);
+    static const char *const rounds[] = {"direct",  "gateway", "direct",  "gateway", "direct",
+                                         "gateway", "direct",  "gateway", "direct",  "gateway"};
+    assert_int_equal(count_plots(html, "timeline", "bar", 2 * WAKE_ROUNDS, rounds), 1);
+    free(html);
+    free(path);
+    world_clear(&w);
+    mx_it_pass();
+}
+
 static void test_bench_usage_errors(void **state)
 {
     (void)state;
@@ -430,6 +500,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bench_everything_over_tls, mx_it_setup,
                                         mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_wake_after_idle, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_bench_html_report, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_bench_usage_errors, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,8 +3,8 @@
  * The core scenario with mcplex under valgrind memcheck: one sandbox-sim
  * behind it, the official TypeScript SDK client's smoke run at /mcp and at
  * /mcp/<server>, a call with progress (an SSE answer), lists, a refused
- * request, then SIGTERM. valgrind exits 1 on any memory error or on a
- * definite or indirect leak at exit (--error-exitcode=1
+ * request, the status page (its login, a feed left open), then SIGTERM. valgrind exits 1 on any
+ * memory error or on a definite or indirect leak at exit (--error-exitcode=1
  * --errors-for-leak-kinds=definite,indirect); the test wants 0. Its own
  * ctest label (valgrind), built only without sanitizers, bounded by
  * VG_DEADLINE_MS per wait and ctest's TIMEOUT.
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -115,6 +116,29 @@ static void test_valgrind_core_scenario(void **state)
     assert_int_equal(status, 200);
     free(body);
 
+    /* the status page: rendered, its one-time login (the answer ends the
+     * request: nothing of it is read after), and a feed still open when
+     * SIGTERM comes */
+    char *page = mx_xasprintf("%s/status", base);
+    assert_int_equal(mx_it_http("GET", page, NULL, NULL, &status, &body), 0);
+    assert_int_equal(status, 200);
+    free(body);
+    char *code_url = mx_xasprintf("%s/status/code", base);
+    assert_int_equal(mx_it_http("POST", code_url, NULL, "", &status, &body), 0);
+    assert_int_equal(status, 200);
+    json_t *code = json_loads(body, 0, NULL);
+    free(body);
+    char *login = mx_xasprintf("%s/status/login?code=%s", base,
+                               json_string_value(json_object_get(code, "code")));
+    json_decref(code);
+    assert_int_equal(mx_it_http("GET", login, NULL, NULL, &status, NULL), 0);
+    assert_int_equal(status, 303);
+    char *events = mx_xasprintf("%s/status/events", base);
+    const char *feed_argv[] = {"curl", "-s", "-N", "--max-time", "100", events, NULL};
+    assert_true(mx_it_spawn("feed", feed_argv, NULL, NULL) > 0);
+    struct timespec settle = {0, 500 * 1000 * 1000};
+    nanosleep(&settle, NULL);
+
     /* SIGTERM: drain, free everything, valgrind's leak check, exit */
     assert_int_equal(mx_it_signal(pid, SIGTERM), 0);
     int st = mx_it_wait_exit(pid, VG_DEADLINE_MS);
@@ -129,6 +153,10 @@ static void test_valgrind_core_scenario(void **state)
     free(report);
 
     free(metrics);
+    free(page);
+    free(code_url);
+    free(login);
+    free(events);
     free(mcp);
     free(one);
     free(health);

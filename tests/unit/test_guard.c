@@ -181,6 +181,66 @@ static void test_guard_get_needs_sse_accept(void **state)
     assert_int_equal(mx_guard_status(MX_GUARD_BAD_ORIGIN), 403);
 }
 
+/* The status page: the login cookie stands in for the client token on the
+ * page's own paths, never on /mcp, /metrics nor the code that makes logins. */
+static void test_guard_page_login(void **state)
+{
+    struct mx_secret *tok = mx_secret_new("s3cret-token", 12);
+    struct mx_guard_cfg open = {"127.0.0.1", NULL, 0, NULL};
+    struct mx_guard_cfg locked = {"127.0.0.1", NULL, 0, tok};
+    static const struct {
+        const char *method, *path;
+        bool login;
+        const char *auth;
+        enum mx_guard_verdict want;
+    } cases[] = {
+        {"GET", "/", false, NULL, MX_GUARD_NO_LOGIN},
+        {"GET", "/status", false, NULL, MX_GUARD_NO_LOGIN},
+        {"GET", "/status/events", false, NULL, MX_GUARD_NO_LOGIN},
+        {"GET", "/status/app.js", false, NULL, MX_GUARD_NO_LOGIN},
+        {"GET", "/status", false, "Bearer wrong", MX_GUARD_NO_LOGIN},
+        {"GET", "/", true, NULL, MX_GUARD_OK},
+        {"GET", "/status", true, NULL, MX_GUARD_OK},
+        {"GET", "/status/events", true, NULL, MX_GUARD_OK},
+        {"GET", "/status", false, "Bearer s3cret-token", MX_GUARD_OK},
+        /* the one-time code is the login's credential */
+        {"GET", "/status/login", false, NULL, MX_GUARD_OK},
+        /* the cookie never opens anything else */
+        {"POST", "/status/code", true, NULL, MX_GUARD_NO_TOKEN},
+        {"POST", "/status/code", false, "Bearer s3cret-token", MX_GUARD_OK},
+        {"POST", "/mcp", true, NULL, MX_GUARD_NO_TOKEN},
+        {"GET", "/metrics", true, NULL, MX_GUARD_NO_TOKEN},
+        {"POST", "/mcp/files", true, NULL, MX_GUARD_NO_TOKEN},
+        {"GET", "/statusx", true, NULL, MX_GUARD_NO_TOKEN},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mx_str h = mx_str_cstr("127.0.0.1:8443"), a = mx_str_cstr(cases[i].auth);
+        struct mx_guard_req r = {mx_str_cstr(cases[i].method),
+                                 mx_str_cstr(cases[i].path),
+                                 &h,
+                                 NULL,
+                                 cases[i].auth ? &a : NULL,
+                                 NULL,
+                                 cases[i].login};
+        enum mx_guard_verdict got = mx_guard_check(&locked, &r);
+        if (got != cases[i].want)
+            fail_msg("%s %s login=%d: got %d, want %d", cases[i].method, cases[i].path,
+                     cases[i].login, got, cases[i].want);
+        /* without a client token the page is as open as every endpoint */
+        r.authorization = NULL;
+        r.page_login = false;
+        if (mx_guard_check(&open, &r) != MX_GUARD_OK)
+            fail_msg("%s %s: refused without a client token", cases[i].method, cases[i].path);
+    }
+    assert_int_equal(mx_guard_status(MX_GUARD_NO_LOGIN), 403);
+    assert_non_null(strstr(mx_guard_message(MX_GUARD_NO_LOGIN), "mcplex status --open"));
+    assert_true(mx_guard_is_page_path(mx_str_cstr("/")));
+    assert_false(mx_guard_is_page_path(mx_str_cstr("/statusx")));
+    assert_false(mx_guard_is_page_path(mx_str_cstr("/mcp")));
+    mx_secret_free(tok);
+}
+
 static void test_guard_header_value(void **state)
 {
     (void)state;
@@ -205,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_guard_accepts_sse),
         cmocka_unit_test(test_guard_get_needs_sse_accept),
         cmocka_unit_test(test_guard_header_value),
+        cmocka_unit_test(test_guard_page_login),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
