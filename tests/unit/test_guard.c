@@ -58,8 +58,13 @@ static enum mx_guard_verdict check(const struct mx_guard_cfg *cfg, const char *m
                                    const char *auth)
 {
     struct mx_str h = mx_str_cstr(host), o = mx_str_cstr(origin), a = mx_str_cstr(auth);
-    struct mx_guard_req r = {mx_str_cstr(method), mx_str_cstr(path), host ? &h : NULL,
-                             origin ? &o : NULL,  auth ? &a : NULL,  NULL};
+    struct mx_guard_req r = {mx_str_cstr(method),
+                             mx_str_cstr(path),
+                             host ? &h : NULL,
+                             origin ? &o : NULL,
+                             auth ? &a : NULL,
+                             NULL,
+                             false};
     return mx_guard_check(cfg, &r);
 }
 
@@ -159,7 +164,8 @@ static void test_guard_get_needs_sse_accept(void **state)
     static const char *const paths[] = {"/mcp", "/mcp/files", "/mcp/a/b", "/sse", "/sse/files"};
     (void)state;
     for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-        struct mx_guard_req r = {MX_STR_LIT("GET"), mx_str_cstr(paths[i]), &host, NULL, NULL, NULL};
+        struct mx_guard_req r = {
+            MX_STR_LIT("GET"), mx_str_cstr(paths[i]), &host, NULL, NULL, NULL, false};
         assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_NOT_STREAM);
         r.accept = &img;
         assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_NOT_STREAM);
@@ -173,7 +179,8 @@ static void test_guard_get_needs_sse_accept(void **state)
         assert_int_equal(mx_guard_check(&open, &r), MX_GUARD_OK);
     }
     /* other paths keep their own rules */
-    struct mx_guard_req h = {MX_STR_LIT("GET"), MX_STR_LIT("/health"), &host, NULL, NULL, NULL};
+    struct mx_guard_req h = {
+        MX_STR_LIT("GET"), MX_STR_LIT("/health"), &host, NULL, NULL, NULL, false};
     assert_int_equal(mx_guard_check(&open, &h), MX_GUARD_OK);
     h.path = MX_STR_LIT("/mcpx");
     assert_int_equal(mx_guard_check(&open, &h), MX_GUARD_OK);
