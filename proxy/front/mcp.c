@@ -10,15 +10,20 @@
  * mcplex does not answer itself goes to it as sent. Stateless requests
  * (MCP 2026-07-28) are mcp_2026.c's.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/rand.h>
 
 #include "alloc.h"
 #include "batch.h"
+#include "diag.h"
 #include "err.h"
+#include "fileio.h"
 #include "front_int.h"
 #include "log.h"
 #include "mcp.h"
@@ -1125,6 +1130,34 @@ static void hub_dropped(size_t up_idx, const char *method, const char *why, void
         mcp_up_dropped(m->ups[up_idx], method, why);
 }
 
+/*
+ * The key that seals task ids: <state_dir>/task-key when it is there, the
+ * right size and readable by its owner only, else a new one kept there, so
+ * a task's id outlives an mcplex restart. Without a state dir, or when the
+ * file cannot be written, the key lives as long as the process.
+ */
+static void task_key_keep(struct mx_mcp *m, const char *state_dir)
+{
+    char *path = state_dir ? mx_xasprintf("%s/task-key", state_dir) : NULL;
+    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    struct stat st;
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+              (st.st_mode & 077) == 0 && st.st_size == (off_t)sizeof(m->task_key) &&
+              read(fd, m->task_key, sizeof(m->task_key)) == (ssize_t)sizeof(m->task_key);
+    if (fd >= 0)
+        close(fd);
+    if (!ok) {
+        if (RAND_bytes(m->task_key, sizeof(m->task_key)) != 1)
+            mx_fatal(SUBSYS, "RAND_bytes failed");
+        struct mx_diag d = {0};
+        char line[1024];
+        if (path && mx_file_save_private(path, m->task_key, sizeof(m->task_key), &d) != 0)
+            mx_log_warn(SUBSYS, "task ids will not outlive this process: %s",
+                        mx_diag_format(&d, line, sizeof(line)));
+    }
+    free(path);
+}
+
 struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
 {
     struct mx_mcp *m = mx_xcalloc(1, sizeof(*m));
@@ -1136,10 +1169,10 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     m->hub = mx_callhub_new(env->loop, &env->hooks, env->ops, &hcbs);
     m->ops = mx_callhub_ops(m->hub);
     m->ids = mx_callhub_ids(m->hub);
-    /* cursors and task ids are good for this process only */
-    if (RAND_bytes(m->cursor_key, sizeof(m->cursor_key)) != 1 ||
-        RAND_bytes(m->task_key, sizeof(m->task_key)) != 1)
+    /* cursors are good for this process only; task ids outlive it */
+    if (RAND_bytes(m->cursor_key, sizeof(m->cursor_key)) != 1)
         mx_fatal(SUBSYS, "RAND_bytes failed");
+    task_key_keep(m, env->cfg->proxy.state_dir);
     m->sessions = mx_session_table_new(env->loop, env->cfg->listen.session_idle_ms,
                                        (size_t)env->cfg->listen.max_sessions, &cbs, m);
     struct mx_rstream_limits lim = {(size_t)env->cfg->listen.stream_buffer_events,

@@ -10,12 +10,16 @@
  * anything mcplex printed.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <signal.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -31,6 +35,10 @@ struct world {
     char b_token[MX_IT_CANARY_SIZE];
     char *base;
     char *log;
+    char *cfg_path;
+    char *state_dir;
+    int port;
+    pid_t mcplex;
 };
 
 static void start_world(struct world *w)
@@ -46,20 +54,23 @@ static void start_world(struct world *w)
     char *a_s = mx_it_secret_file("a.secret", w->a_token);
     char *b_s = mx_it_secret_file("b.secret", w->b_token);
     int port = mx_it_free_port();
+    w->state_dir = mx_it_path("state");
     char *cfg =
         mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                     "[proxy]\nstate_dir = \"%s\"\n"
                      "[servers.a]\nurl = \"http://127.0.0.1:%d/mcp\"\nsecret = \"file:%s\"\n"
                      "[servers.b]\nurl = \"http://127.0.0.1:%d/mcp\"\nsecret = \"file:%s\"\n",
-                     port, a_port, a_s, b_port, b_s);
-    char *cfg_path = mx_it_path("mcplex.toml");
-    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
-    assert_true(mx_it_start_mcplex(cfg_path, port) > 0);
+                     port, w->state_dir, a_port, a_s, b_port, b_s);
+    w->cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(w->cfg_path, cfg, strlen(cfg)), 0);
+    w->port = port;
+    w->mcplex = mx_it_start_mcplex(w->cfg_path, port);
+    assert_true(w->mcplex > 0);
     w->base = mx_xasprintf("http://127.0.0.1:%d", port);
     w->log = mx_it_path("mcplex.log");
     free(a_s);
     free(b_s);
     free(cfg);
-    free(cfg_path);
 }
 
 /* POST a 2026-07-28 request |method| with |params| (the inside of the
@@ -195,6 +206,27 @@ static void test_tasks_2026(void **state)
     task_req(&w, "/mcp/b", "cancel", tb, &a);
     mx_it_answer_clear(&a);
 
+    /* a task outlives an mcplex restart: its id still opens, to the same
+     * upstream; the key that seals ids is kept in the state dir, owner-only */
+    char *tl = make_task(&w, "/mcp/a", 60);
+    assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
+    assert_int_equal(mx_it_wait_exit(w.mcplex, 10000), 0);
+    w.mcplex = mx_it_start_mcplex(w.cfg_path, w.port);
+    assert_true(w.mcplex > 0);
+    task_req(&w, "/mcp/a", "get", tl, &a);
+    assert_int_equal(a.status, 200);
+    assert_string_equal(json_string_value(json_object_get(mx_it_result(&a), "taskId")), tl);
+    assert_string_equal(json_string_value(json_object_get(mx_it_result(&a), "status")), "working");
+    mx_it_answer_clear(&a);
+    char *key = mx_xasprintf("%s/task-key", w.state_dir);
+    struct stat st;
+    assert_int_equal(stat(key, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    task_req(&w, "/mcp/a", "cancel", tl, &a);
+    mx_it_answer_clear(&a);
+    free(key);
+    free(tl);
+
     const char *files[] = {w.log, NULL};
     const char *canaries[] = {w.a_token, w.b_token};
     assert_int_equal(mx_it_canary_hits(files, canaries, 2), 0);
@@ -203,6 +235,8 @@ static void test_tasks_2026(void **state)
     free(tb);
     free(w.base);
     free(w.log);
+    free(w.cfg_path);
+    free(w.state_dir);
     mx_it_pass();
 }
 
