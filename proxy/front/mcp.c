@@ -1134,6 +1134,7 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     m->cfg = env->cfg;
     m->uc = env->uc;
     m->hub = mx_callhub_new(env->loop, &env->hooks, env->ops, &hcbs);
+    mx_callhub_set_poll(m->hub, env->cfg->listen.stream_poll_ms);
     m->ops = mx_callhub_ops(m->hub);
     m->ids = mx_callhub_ids(m->hub);
     /* cursors and task ids are good for this process only */

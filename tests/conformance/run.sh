@@ -10,7 +10,8 @@
 #
 # Starts build/sandbox-sim --conformance on 127.0.0.1:0, then build/mcplex with
 # that sim as its only upstream (plain HTTP, no client token, names
-# unprefixed because one server offers them), and runs the suite against its
+# unprefixed because one server offers them, a POST's SSE answer closed
+# 200 ms after it began for the client to resume it), and runs the suite against its
 # URLs for each requirement set, one side each:
 #   direct      http://127.0.0.1:<sim>/mcp
 #   mcplex      http://127.0.0.1:<mcplex>/mcp (the merged endpoint)
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
     --sets) sets=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '3,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1" ;;
     esac
 done
@@ -125,6 +126,7 @@ cat >"$work/mcplex.toml" <<EOF
 [listen]
 address = "127.0.0.1:0"
 tls = false
+stream_poll = "200ms"
 
 [proxy]
 state_dir = "$work/state"
