@@ -174,6 +174,36 @@ static void call_and_kill(struct world *w, struct seen *s, int steps, int interv
     assert_true(s->session[0] != '\0');
 }
 
+/* Resume |s|'s stream with GET and its last id until the answer; then
+ * every one of the |steps| progress events and the answer came once. */
+static void resume_to_end(struct world *w, struct seen *s, int steps)
+{
+    struct mx_it_lines *l = mx_xcalloc(1, sizeof(*l));
+    pid_t pid = client("resume.log", "resume", w->url, s->session, s->last_id, &l->fd);
+    bool done = false;
+    for (int n = 0; n < 100 && !done; n++) {
+        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
+        assert_non_null(line);
+        if (json_object_get(line, "status"))
+            fail_msg("the resume was refused: %s", json_dumps(line, 0));
+        else if (json_object_get(line, "done"))
+            done = true;
+        else if (json_object_get(line, "id"))
+            note_event(s, line);
+        json_decref(line);
+    }
+    assert_true(done);
+    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
+    close(l->fd);
+    free(l);
+    for (int p = 1; p <= steps; p++) {
+        if (s->progress[p] != 1)
+            fail_msg("progress %d came %d times", p, s->progress[p]);
+    }
+    assert_int_equal(s->answers, 1);
+    assert_int_equal(s->events, steps + 1);
+}
+
 static void test_resume_every_event_once(void **state)
 {
     struct world w;
@@ -184,31 +214,7 @@ static void test_resume_every_event_once(void **state)
     call_and_kill(&w, &s, 10, 400, 3);
     fprintf(stderr, "# killed after %d events, the last %s\n", s.events, s.last_id);
 
-    struct mx_it_lines *l = mx_xcalloc(1, sizeof(*l));
-    pid_t pid = client("resume.log", "resume", w.url, s.session, s.last_id, &l->fd);
-    bool done = false;
-    for (int n = 0; n < 100 && !done; n++) {
-        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
-        assert_non_null(line);
-        if (json_object_get(line, "status"))
-            fail_msg("the resume was refused: %s", json_dumps(line, 0));
-        else if (json_object_get(line, "done"))
-            done = true;
-        else if (json_object_get(line, "id"))
-            note_event(&s, line);
-        json_decref(line);
-    }
-    assert_true(done);
-    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
-    close(l->fd);
-    free(l);
-    /* every progress event of the call once, then the answer once */
-    for (int p = 1; p <= 10; p++) {
-        if (s.progress[p] != 1)
-            fail_msg("progress %d came %d times", p, s.progress[p]);
-    }
-    assert_int_equal(s.answers, 1);
-    assert_int_equal(s.events, 11);
+    resume_to_end(&w, &s, 10);
     free(w.url);
     mx_it_pass();
 }
@@ -313,30 +319,8 @@ static void test_resume_polled_answer(void **state)
     fprintf(stderr, "# the POST's stream ended after %d events, the last %s\n", s.events,
             s.last_id);
 
-    l->len = 0;
-    pid = client("resume.log", "resume", w.url, s.session, s.last_id, &l->fd);
-    bool done = false;
-    for (int n = 0; n < 100 && !done; n++) {
-        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
-        assert_non_null(line);
-        if (json_object_get(line, "status"))
-            fail_msg("the resume was refused: %s", json_dumps(line, 0));
-        else if (json_object_get(line, "done"))
-            done = true;
-        else if (json_object_get(line, "id"))
-            note_event(&s, line);
-        json_decref(line);
-    }
-    assert_true(done);
-    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
-    close(l->fd);
     free(l);
-    for (int p = 1; p <= 8; p++) {
-        if (s.progress[p] != 1)
-            fail_msg("progress %d came %d times", p, s.progress[p]);
-    }
-    assert_int_equal(s.answers, 1);
-    assert_int_equal(s.events, 9);
+    resume_to_end(&w, &s, 8);
     free(w.url);
     mx_it_pass();
 }
