@@ -753,6 +753,7 @@ static const struct field listen_fields[] = {
     FINT(L, "max_requests_per_connection", max_requests_per_connection, 1, 1000000000),
     FINT(L, "stream_buffer_events", stream_buffer_events, 1, 1000000),
     FINT(L, "stream_buffer_bytes", stream_buffer_bytes, 1024, 1024LL * 1024 * 1024),
+    FDUR(L, "stream_poll", stream_poll_ms, 0),
 };
 #undef L
 

@@ -104,6 +104,7 @@ struct mx_listen_cfg {
      * Last-Event-ID: events (default 256) and bytes (default 4 MiB) */
     int64_t stream_buffer_events;
     int64_t stream_buffer_bytes;
+    int64_t stream_poll_ms; /* 0: a POST's SSE answer stays open until its end */
 };
 
 /* Every path below (and a server's cwd and ca, [listen] cert and key, and

@@ -27,6 +27,11 @@
 /* Gap between the messages of a talking tool (the scenarios ask for ~50 ms). */
 #define STEP_MS 50
 
+/* How long test_reconnection runs in 2026-07-28, which has no resumable
+ * streams: longer than the second a gateway in front may wait before it
+ * primes its own stream toward a 2025-11-25 client. */
+#define RECONNECT_MS 1500
+
 enum tool {
     T_SIMPLE_TEXT = 0,
     T_IMAGE,
@@ -41,6 +46,7 @@ enum tool {
     T_ELICIT_DEFAULTS,
     T_ELICIT_ENUMS,
     T_JSON_SCHEMA,
+    T_RECONNECT,
     /* 2026-07-28 only: diagnostics of server-stateless, and input-required results */
     T_MISSING_CAP,
     T_STREAM_ELICIT,
@@ -106,6 +112,10 @@ static const struct tool_def conf_tools[T_CNT] = {
     [T_JSON_SCHEMA] = {"json_schema_2020_12_tool",
                        "Takes arguments described with JSON Schema 2020-12 keywords.", NULL, BOTH,
                        FORBIDDEN},
+    [T_RECONNECT] = {"test_reconnection",
+                     "Closes its stream before it answers; the answer comes when the client "
+                     "resumes the stream.",
+                     NULL, BOTH, FORBIDDEN},
     [T_MISSING_CAP] = {"test_missing_capability",
                        "Needs the sampling capability declared in the request.", NULL, MODERN,
                        FORBIDDEN},
@@ -978,6 +988,19 @@ static void run_tool(const struct mx_sim_mcp_ctx *ctx, int t, json_t *args, json
     case T_ELICIT_ENUMS:
         ask(ctx->conf, params, ctx->conf->elicitation, "elicitation",
             elicit("Please pick from each list.", elicit_enums_schema()), out);
+        return;
+    case T_RECONNECT:
+        out->result =
+            content(json_pack("[o]", text_item("Reconnection test completed successfully")));
+        if (ctx->conf->modern) {
+            out->script = MX_SIM_SCRIPT_EVENTS;
+            out->interval_ms = RECONNECT_MS;
+            out->events = json_array();
+        } else {
+            /* MCP 2025-11-25, Streamable HTTP (SEP-1699): prime, close, and
+             * answer on the GET that resumes the stream */
+            out->script = MX_SIM_SCRIPT_POLL;
+        }
         return;
     case T_JSON_SCHEMA: {
         char *dump = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

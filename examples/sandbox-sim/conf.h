@@ -51,6 +51,7 @@ enum mx_sim_script {
     MX_SIM_SCRIPT_NONE = 0,
     MX_SIM_SCRIPT_EVENTS = 1, /* write |events| |interval_ms| apart, then |result| */
     MX_SIM_SCRIPT_ASK = 2,    /* send |ask| to the client, answer with its response */
+    MX_SIM_SCRIPT_POLL = 3,   /* prime the stream, end it, keep |result| for the resume */
 };
 
 /*

@@ -180,6 +180,11 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
         mx_sim_reply_clear(&r);
         return;
     }
+    if (r.script == MX_SIM_SCRIPT_POLL) {
+        mx_sim_stream_poll(sim, req, id, s->id, &r);
+        mx_sim_reply_clear(&r);
+        return;
+    }
     if (r.script != MX_SIM_SCRIPT_NONE) {
         mx_sim_stream_script(sim, req, id, s->id, &r);
         mx_sim_reply_clear(&r);
@@ -359,6 +364,18 @@ static void get_mcp(struct mx_sim *sim, struct mx_req *req)
         mx_sim_stream_get(sim, req, s->id);
 }
 
+/* MCP 2025-11-25, Streamable HTTP, Resumability and Redelivery: a GET with
+ * Last-Event-ID resumes the stream that id belongs to (conformance mode:
+ * a test_reconnection call's). */
+static void resume_mcp(struct mx_sim *sim, struct mx_req *req, struct mx_str last)
+{
+    struct mx_sim_session *s = named_session(sim, req);
+    if (s == NULL || mx_sim_stream_resume(sim, req, s->id, last))
+        return;
+    rpc_fail(sim, req, 400, NULL, MX_SIM_RPC_SERVER,
+             "Bad Request: Last-Event-ID names no stream of this session", "unknown event id");
+}
+
 void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
 {
     static const struct mx_hdr_out allow[] = {{"Allow", "POST, DELETE"}};
@@ -383,6 +400,9 @@ void mx_sim_serve_mcp(struct mx_sim *sim, struct mx_req *req)
                        NULL);
     else if (mx_str_eq(m, MX_STR_LIT("DELETE")))
         delete_mcp(sim, req);
+    else if (sim->conformance && mx_str_eq(m, MX_STR_LIT("GET")) &&
+             mx_req_header(req, "Last-Event-ID") != NULL)
+        resume_mcp(sim, req, *mx_req_header(req, "Last-Event-ID"));
     else if (sim->get_stream && mx_str_eq(m, MX_STR_LIT("GET")))
         get_mcp(sim, req);
     else

@@ -102,6 +102,7 @@ struct mx_sim_session {
 struct mx_sim_held;    /* fault.c */
 struct mx_sim_slow401; /* server.c */
 struct mx_sim_call;    /* stream.c */
+struct mx_sim_poll;    /* stream.c */
 
 struct mx_sim {
     struct ev_loop *loop;
@@ -142,6 +143,8 @@ struct mx_sim {
     struct mx_sim_session *sessions; /* most recently used first */
     size_t session_cnt;
     struct mx_sim_call *calls;
+    struct mx_sim_poll *polls; /* test_reconnection answers awaiting a resume (stream.c) */
+    uint64_t polls_made;
     uint64_t asks; /* requests sent to clients, for their ids */
 
     /* --conformance: the conformance catalogue (conf.c), and Host and Origin
@@ -215,6 +218,23 @@ void mx_sim_stream_start(struct mx_sim *sim, struct mx_req *req, json_t *id, con
  */
 void mx_sim_stream_script(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
                           struct mx_sim_reply *reply);
+/* Polled answers kept per sim (the newest), and the retry field of their
+ * priming event. */
+#define MX_SIM_POLLS_KEPT    16
+#define MX_SIM_POLL_RETRY_MS 500
+/*
+ * test_reconnection in a 2025 session (MX_SIM_SCRIPT_POLL): answer |req|
+ * with SSE that holds only a priming event (an event id, the retry field,
+ * empty data), end it, and keep |reply|'s result (taken over) for the GET
+ * that resumes the stream.
+ */
+void mx_sim_stream_poll(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                        struct mx_sim_reply *reply);
+/* A GET of |session| with Last-Event-ID |last_event_id|: when that id names
+ * a polled answer, |req| gets it as SSE and ends. Returns false (|req|
+ * untouched) when it names none. */
+bool mx_sim_stream_resume(struct mx_sim *sim, struct mx_req *req, const char *session,
+                          struct mx_str last_event_id);
 /* A client's |response| (borrowed) to a request a scripted call sent in
  * |session|: the call answers and ends. Returns true if one was waiting. */
 bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response);

@@ -319,10 +319,92 @@ void mx_sim_stream_script(struct mx_sim *sim, struct mx_req *req, json_t *id, co
         emit(c, msg);
     } else if (c->req) {
         ev_set_cb(&c->timer, script_tick_cb);
-        ev_timer_set(&c->timer, 0.0, interval);
+        /* with no events the result alone comes after one interval */
+        ev_timer_set(&c->timer, json_array_size(c->script_events) ? 0.0 : interval, interval);
         ev_timer_start(sim->loop, &c->timer);
     }
     unref(c);
+}
+
+/* A test_reconnection answer kept for the client's resume. */
+struct mx_sim_poll {
+    struct mx_sim_poll *next;
+    char session[MX_SIM_SESSION_ID];
+    char event_id[MX_SIM_SESSION_ID + 24];
+    json_t *id;
+    json_t *result;
+};
+
+static void poll_free(struct mx_sim_poll *p)
+{
+    json_decref(p->id);
+    json_decref(p->result);
+    free(p);
+}
+
+void mx_sim_stream_poll(struct mx_sim *sim, struct mx_req *req, json_t *id, const char *session,
+                        struct mx_sim_reply *reply)
+{
+    struct mx_sim_call *c = call_open(sim, req, id, session, "tools/call (sse, polled)");
+    struct mx_sim_poll *p = mx_xcalloc(1, sizeof(*p));
+    char ev[sizeof(p->event_id) + 48];
+    size_t n = 0;
+
+    snprintf(p->session, sizeof(p->session), "%s", session);
+    snprintf(p->event_id, sizeof(p->event_id), "%s-poll-%llu", session,
+             (unsigned long long)++sim->polls_made);
+    p->id = json_incref(id);
+    p->result = reply->result;
+    reply->result = NULL;
+    p->next = sim->polls;
+    sim->polls = p;
+    /* keep the newest few: a client that never resumes leaves one behind */
+    for (struct mx_sim_poll **pp = &sim->polls; *pp; n++) {
+        if (n < MX_SIM_POLLS_KEPT) {
+            pp = &(*pp)->next;
+            continue;
+        }
+        struct mx_sim_poll *old = *pp;
+        *pp = old->next;
+        poll_free(old);
+    }
+    /* MCP 2025-11-25, Streamable HTTP: an event id with empty data primes
+     * the stream, the retry field says when to come back, and the server
+     * may then close the connection; the request goes on. */
+    snprintf(ev, sizeof(ev), "id: %s\nretry: %d\ndata: \n\n", p->event_id, MX_SIM_POLL_RETRY_MS);
+    c->refs++;
+    if (c->req && mx_req_write(c->req, ev, strlen(ev)) == MX_ECLOSED && c->req)
+        finish(c);
+    if (c->req) {
+        c->events++;
+        struct mx_req *r = c->req;
+        finish(c);
+        mx_req_end(r);
+    }
+    unref(c);
+    unref(c);
+}
+
+bool mx_sim_stream_resume(struct mx_sim *sim, struct mx_req *req, const char *session,
+                          struct mx_str last_event_id)
+{
+    for (struct mx_sim_poll **pp = &sim->polls; *pp; pp = &(*pp)->next) {
+        struct mx_sim_poll *p = *pp;
+        if (strcmp(p->session, session) != 0 || !mx_str_eq(last_event_id, mx_str_cstr(p->event_id)))
+            continue;
+        *pp = p->next;
+        struct mx_sim_call *c = call_open(sim, req, p->id, session, "GET resume (sse)");
+        json_t *result = p->result;
+        p->result = NULL;
+        poll_free(p);
+        if (c->req)
+            complete(c, result);
+        else
+            json_decref(result);
+        unref(c);
+        return true;
+    }
+    return false;
 }
 
 bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response)
@@ -422,6 +504,11 @@ bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *reque
 
 void mx_sim_stream_clear(struct mx_sim *sim)
 {
+    while (sim->polls) {
+        struct mx_sim_poll *p = sim->polls;
+        sim->polls = p->next;
+        poll_free(p);
+    }
     while (sim->calls) {
         struct mx_sim_call *c = sim->calls;
         struct mx_req *req = c->req;

@@ -31,6 +31,7 @@ struct mx_callhub {
     struct mx_call *calls;
     size_t inflight;
     uint64_t keys;
+    double poll_s; /* mx_callhub_set_poll; 0: off */
     bool stopping;
 };
 
@@ -174,6 +175,7 @@ static void on_drain(struct mx_req *req, void *data);
 static void on_abort(struct mx_req *req, void *data);
 static void wait_tick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void grace_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void poll_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* Whether a client still takes the answer: its request, or its
  * resumable stream (attached or not). */
@@ -200,6 +202,7 @@ struct mx_call *mx_call_new(struct mx_callhub *h, struct mx_req *req)
     copy_str(c->path, sizeof(c->path), mx_req_path(req));
     ev_init(&c->wait_tick, wait_tick_cb);
     ev_init(&c->grace, grace_cb);
+    ev_init(&c->poll, poll_cb);
     c->next = h->calls;
     if (h->calls)
         h->calls->prev = c;
@@ -292,6 +295,7 @@ static void end_stream(struct mx_call *c)
     if (c->rs == NULL)
         return;
     ev_timer_stop(c->hub->loop, &c->grace);
+    ev_timer_stop(c->hub->loop, &c->poll);
     mx_rstream_set_producer(c->rs, NULL, NULL);
     mx_rstream_end(c->rs);
     c->rs = NULL;
@@ -529,6 +533,7 @@ static void stream_event(struct mx_rstream *rs, void *data)
     struct mx_call *c = data;
     struct ev_loop *loop = c->hub->loop;
     if (!mx_rstream_attached(rs)) {
+        ev_timer_stop(loop, &c->poll);
         /* MCP 2025-06-18, Streamable HTTP: a disconnect is not a
          * cancellation; the events wait in the stream for a resume */
         if (!ev_is_active(&c->grace)) {
@@ -555,6 +560,29 @@ static void grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
     client_gone(c);
 }
 
+/* MCP 2025-11-25, Streamable HTTP: "the server MAY close the connection"
+ * after the priming event, and the client polls with GET and Last-Event-ID
+ * (SEP-1699); a long call then holds no POST. */
+static void poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct mx_call *c = mx_container_of(w, struct mx_call, poll);
+    (void)loop;
+    (void)revents;
+    if (c->rs == NULL || !mx_rstream_attached(c->rs))
+        return;
+    mx_log_debug(SUBSYS, "call %llu: still running after [listen] stream_poll; its POST ends",
+                 (unsigned long long)c->up_id);
+    mx_call_hold(c);
+    mx_rstream_end_req(c->rs);
+    stream_event(c->rs, c);
+    mx_call_release(c);
+}
+
+void mx_callhub_set_poll(struct mx_callhub *h, int64_t poll_ms)
+{
+    h->poll_s = poll_ms > 0 ? (double)poll_ms / 1000.0 : 0.0;
+}
+
 int mx_call_stream(struct mx_call *c)
 {
     if (c->ended || !answering(c))
@@ -571,6 +599,10 @@ int mx_call_stream(struct mx_call *c)
             end_stream(c); /* gone before it began: nothing to resume */
             client_gone(c);
             return MX_ECLOSED;
+        }
+        if (c->hub->poll_s > 0 && mx_rstream_primes(rs) && mx_rstream_attached(rs)) {
+            ev_timer_set(&c->poll, c->hub->poll_s, 0.0);
+            ev_timer_start(c->hub->loop, &c->poll);
         }
         return 0;
     }

@@ -119,6 +119,15 @@ struct mx_callhub *mx_callhub_new(struct ev_loop *loop, const struct mx_front_ho
 void mx_callhub_free(struct mx_callhub *h);
 /* From now on no cancellation goes upstream (shutdown). */
 void mx_callhub_stopping(struct mx_callhub *h);
+/*
+ * MCP 2025-11-25, Streamable HTTP (SEP-1699 polling): a call whose answer
+ * became a resumable stream that primes, and has not ended |poll_ms| after
+ * that, ends the client's POST that carries it; the call goes on, and the
+ * client comes back with GET and Last-Event-ID within
+ * MX_CALL_RESUME_GRACE_S. A stream the client resumed stays open to its end.
+ * 0 (the default): never.
+ */
+void mx_callhub_set_poll(struct mx_callhub *h, int64_t poll_ms);
 /* The id tables (idmap.h) of every call and upstream request of the hub. */
 struct mx_idmap *mx_callhub_ids(struct mx_callhub *h);
 const struct mx_call_upops *mx_callhub_ops(const struct mx_callhub *h);
@@ -243,6 +252,7 @@ struct mx_call {
     void *gone_data;
     ev_timer wait_tick;
     ev_timer grace; /* the client left |rs|: it has this long to resume it */
+    ev_timer poll;  /* mx_callhub_set_poll: the POST carrying |rs| ends after this long */
     int wait_n;
     int status;
     unsigned long req_id;

@@ -29,6 +29,7 @@
 #include "mcp.h"
 #include "revision.h"
 #include "rpc.h"
+#include "tasks.h"
 #include "up2026.h"
 
 #define SUBSYS SUBSYS_MCP
@@ -47,6 +48,7 @@ struct lcall {
     struct mx_mcpup *u;
     ev_timer prime;
     int sub_op; /* +1 resources/subscribe, -1 unsubscribe, 0 neither */
+    bool tasks; /* MCP 2025-11-25 tasks: its answer's task ids are sealed */
     char *sub_uri;
 };
 
@@ -173,6 +175,13 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     result = result ? json_deep_copy(result) : json_object();
     /* what 2026-07-28 adds to a result means nothing to a 2025 client */
     mx_up26_legacy_result(result);
+    if (lc->tasks && !mcp_tasks25_seal(lc->u->m, lc->u, result)) {
+        /* the client must never see an upstream's task id raw */
+        json_decref(result);
+        *is_error = true;
+        return json_pack("{s:i, s:s}", "code", MX_RPC_INTERNAL_ERROR, "message",
+                         "the server's task id is longer than mcplex carries");
+    }
     if (lc->sub_op > 0)
         sub_add(lc->s, lc->u->idx, lc->sub_uri);
     else if (lc->sub_op < 0)
@@ -186,7 +195,7 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
 static bool lcall_answer_raw(struct mx_call *c)
 {
     struct lcall *lc = lcall_of(c);
-    if (lc->sub_op != 0)
+    if (lc->sub_op != 0 || lc->tasks)
         return false;
     mcp_up_note_ok(lc->u);
     return true;
@@ -279,6 +288,7 @@ static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, 
     lc->s = s;
     lc->u = u;
     lc->sub_op = sub_op;
+    lc->tasks = mcp_tasks25_involved(json_string_value(json_object_get(upmsg, "method")), upmsg);
     ev_timer_init(&lc->prime, prime_cb, PRIME_AFTER_S, 0.0);
     if (mx_session_primes(s) && c->req && !mx_batch_is_element(c->req))
         ev_timer_start(m->loop, &lc->prime);
@@ -704,6 +714,34 @@ static void route_scoped(struct mx_mcp *m, struct mx_session *s, struct mx_call 
     call_start(m, s, c, u, msg, NULL, 0, NULL);
 }
 
+/* MCP 2025-11-25 tasks: a request naming a task goes to the upstream its
+ * sealed id names, with that upstream's own id. */
+static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                       struct mx_mcpup *scope)
+{
+    json_t *upmsg = NULL;
+    struct mx_mcpup *u = mcp_tasks25_route(m, c, msg, scope, &upmsg);
+    if (u)
+        route_as(m, s, c, u, upmsg, NULL, 0, NULL);
+}
+
+/* tasks/list at /mcp: the one upstream that lists tasks. */
+static void route_task_list(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg)
+{
+    size_t cnt;
+    struct mx_mcpup *u = mcp_tasks25_lister(m, &cnt);
+    if (u == NULL) {
+        mx_call_error(c, 200, MX_RPC_METHOD_NOT_FOUND, "Method not found: tasks/list", NULL);
+    } else if (cnt > 1) {
+        mx_call_error(c, 200, MX_RPC_INTERNAL_ERROR,
+                      "tasks/list at /mcp is not merged across the servers that run tasks; "
+                      "list them at /mcp/<server>",
+                      NULL);
+    } else {
+        route_as(m, s, c, u, json_copy(msg), NULL, 0, NULL);
+    }
+}
+
 /* |may_wait|: a name no upstream holds yet may wait for lists (once). */
 static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
                              bool may_wait)
@@ -727,8 +765,12 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_c
     } else if (strcmp(method, "initialize") == 0) {
         mx_call_error(c, 400, MX_RPC_INVALID_REQUEST,
                       "Invalid Request: the session is already initialized", NULL);
+    } else if (mcp_tasks25_by_id(method)) {
+        route_task(m, s, c, msg, scope);
     } else if (scope) {
         route_scoped(m, s, c, msg, method);
+    } else if (strcmp(method, "tasks/list") == 0) {
+        route_task_list(m, s, c, msg);
     } else if (strcmp(method, "tools/call") == 0) {
         route_named(m, s, c, msg, MX_AGG_TOOLS, may_wait);
     } else if (strcmp(method, "prompts/get") == 0) {
@@ -1167,6 +1209,7 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     m->cfg = env->cfg;
     m->uc = env->uc;
     m->hub = mx_callhub_new(env->loop, &env->hooks, env->ops, &hcbs);
+    mx_callhub_set_poll(m->hub, env->cfg->listen.stream_poll_ms);
     m->ops = mx_callhub_ops(m->hub);
     m->ids = mx_callhub_ids(m->hub);
     /* cursors are good for this process only; task ids outlive it */

@@ -1655,6 +1655,7 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
 {
     bool tools = false, prompts = false, resources = false, subscribe = false;
     bool completions = false, unknown = false;
+    json_t *tasks = NULL;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         json_t *caps = json_object_get(u->init, "capabilities");
@@ -1670,6 +1671,9 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
         resources = resources || json_is_object(res);
         subscribe = subscribe || json_is_true(json_object_get(res, "subscribe"));
         completions = completions || json_is_object(json_object_get(caps, "completions"));
+        /* MCP 2025-11-25 tasks: as the first upstream that offers them */
+        if (tasks == NULL && json_is_object(json_object_get(caps, "tasks")))
+            tasks = json_object_get(caps, "tasks");
     }
     /* An upstream that has not answered yet may offer anything: say so, and
      * its lists arrive with a list_changed. listChanged is always true: the
@@ -1686,6 +1690,8 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
         json_object_set_new(out, "completions", json_object());
     /* logging/setLevel is answered here for every client */
     json_object_set_new(out, "logging", json_object());
+    if (tasks)
+        json_object_set_new(out, "tasks", json_deep_copy(tasks));
     return out;
 }
 
@@ -1712,7 +1718,8 @@ json_t *mcp_merged_instructions(struct mx_mcp *m)
  * upstream restarted); resources.subscribe as the upstream says. */
 json_t *mcp_scope_caps(const struct mx_mcpup *u)
 {
-    static const char *const keys[] = {"tools", "prompts", "resources", "completions", "logging"};
+    static const char *const keys[] = {"tools",       "prompts", "resources",
+                                       "completions", "logging", "tasks"};
     json_t *caps = json_object_get(u->init, "capabilities");
     json_t *out = json_object();
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {

@@ -117,6 +117,11 @@ void mx_rstream_set_producer(struct mx_rstream *rs, mx_rstream_cb cb, void *data
     rs->cb_data = data;
 }
 
+bool mx_rstream_primes(const struct mx_rstream *rs)
+{
+    return rs->prime;
+}
+
 bool mx_rstream_attached(const struct mx_rstream *rs)
 {
     return rs->req != NULL;

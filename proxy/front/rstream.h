@@ -62,6 +62,8 @@ void mx_rstream_set_producer(struct mx_rstream *rs, mx_rstream_cb cb, void *data
  */
 int mx_rstream_attach(struct mx_rstream *rs, struct mx_req *req, bool started, bool resume,
                       uint64_t after);
+/* Whether each attached request starts with a priming event. */
+bool mx_rstream_primes(const struct mx_rstream *rs);
 /* Whether a client request carries the stream now. */
 bool mx_rstream_attached(const struct mx_rstream *rs);
 /* The oldest event number a resume may name (events after it are kept). */

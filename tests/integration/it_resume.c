@@ -8,6 +8,8 @@
  * progress event and the answer exactly once, with contiguous ids after a
  * priming event. Past the stream's buffer ([listen] stream_buffer_events)
  * and for an id the session never gave, the GET gets a 400 that says so.
+ * With [listen] stream_poll mcplex itself closes a POST's answer before its
+ * end, and the client's GET with Last-Event-ID gets the rest.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -35,7 +37,8 @@ struct world {
     char *url;
 };
 
-static void world_start(struct world *w)
+/* |listen_extra|: more [listen] lines ("" for none). */
+static void world_start_with(struct world *w, const char *listen_extra)
 {
     int sim_port;
     mx_it_canary(w->token, sizeof(w->token));
@@ -44,10 +47,10 @@ static void world_start(struct world *w)
     char *secret = mx_it_secret_file("sim.secret", w->token);
     w->port = mx_it_free_port();
     char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
-                             "stream_buffer_events = %d\n"
+                             "stream_buffer_events = %d\n%s"
                              "[servers.sim]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
                              "secret = \"file:%s\"\n",
-                             w->port, BUFFER_EVENTS, sim_port, secret);
+                             w->port, BUFFER_EVENTS, listen_extra, sim_port, secret);
     char *cfg_path = mx_it_path("mcplex.toml");
     assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
     assert_true(mx_it_start_mcplex(cfg_path, w->port) > 0);
@@ -55,6 +58,11 @@ static void world_start(struct world *w)
     free(cfg_path);
     free(cfg);
     free(secret);
+}
+
+static void world_start(struct world *w)
+{
+    world_start_with(w, "");
 }
 
 /* node tests/js/resume.mjs |a| ... with its stdout on a pipe. */
@@ -166,6 +174,36 @@ static void call_and_kill(struct world *w, struct seen *s, int steps, int interv
     assert_true(s->session[0] != '\0');
 }
 
+/* Resume |s|'s stream with GET and its last id until the answer; then
+ * every one of the |steps| progress events and the answer came once. */
+static void resume_to_end(struct world *w, struct seen *s, int steps)
+{
+    struct mx_it_lines *l = mx_xcalloc(1, sizeof(*l));
+    pid_t pid = client("resume.log", "resume", w->url, s->session, s->last_id, &l->fd);
+    bool done = false;
+    for (int n = 0; n < 100 && !done; n++) {
+        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
+        assert_non_null(line);
+        if (json_object_get(line, "status"))
+            fail_msg("the resume was refused: %s", json_dumps(line, 0));
+        else if (json_object_get(line, "done"))
+            done = true;
+        else if (json_object_get(line, "id"))
+            note_event(s, line);
+        json_decref(line);
+    }
+    assert_true(done);
+    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
+    close(l->fd);
+    free(l);
+    for (int p = 1; p <= steps; p++) {
+        if (s->progress[p] != 1)
+            fail_msg("progress %d came %d times", p, s->progress[p]);
+    }
+    assert_int_equal(s->answers, 1);
+    assert_int_equal(s->events, steps + 1);
+}
+
 static void test_resume_every_event_once(void **state)
 {
     struct world w;
@@ -176,31 +214,7 @@ static void test_resume_every_event_once(void **state)
     call_and_kill(&w, &s, 10, 400, 3);
     fprintf(stderr, "# killed after %d events, the last %s\n", s.events, s.last_id);
 
-    struct mx_it_lines *l = mx_xcalloc(1, sizeof(*l));
-    pid_t pid = client("resume.log", "resume", w.url, s.session, s.last_id, &l->fd);
-    bool done = false;
-    for (int n = 0; n < 100 && !done; n++) {
-        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
-        assert_non_null(line);
-        if (json_object_get(line, "status"))
-            fail_msg("the resume was refused: %s", json_dumps(line, 0));
-        else if (json_object_get(line, "done"))
-            done = true;
-        else if (json_object_get(line, "id"))
-            note_event(&s, line);
-        json_decref(line);
-    }
-    assert_true(done);
-    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
-    close(l->fd);
-    free(l);
-    /* every progress event of the call once, then the answer once */
-    for (int p = 1; p <= 10; p++) {
-        if (s.progress[p] != 1)
-            fail_msg("progress %d came %d times", p, s.progress[p]);
-    }
-    assert_int_equal(s.answers, 1);
-    assert_int_equal(s.events, 11);
+    resume_to_end(&w, &s, 10);
     free(w.url);
     mx_it_pass();
 }
@@ -257,11 +271,66 @@ static void test_resume_past_buffer(void **state)
     mx_it_pass();
 }
 
+/*
+ * [listen] stream_poll (MCP 2025-11-25, SEP-1699 polling): a POST's SSE
+ * answer still running that long after it began ends without the answer;
+ * the client comes back with GET and the last id it saw, and gets the rest
+ * and the answer on that stream, every event once.
+ */
+static void test_resume_polled_answer(void **state)
+{
+    struct world w;
+    struct seen s;
+    (void)state;
+    world_start_with(&w, "stream_poll = \"500ms\"\n");
+    memset(&s, 0, sizeof(s));
+    s.stream = -1;
+    s.next_seq = 1;
+
+    /* 8 steps of 300 ms: the answer begins with the first progress event
+     * at 0.3 s and is closed at 0.8 s, 1.6 s before the call ends */
+    struct mx_it_lines *l = mx_xcalloc(1, sizeof(*l));
+    pid_t pid =
+        client("call.log", "call", w.url, "slow", "{\"steps\":8,\"interval_ms\":300}", &l->fd);
+    bool ended = false;
+    for (int n = 0; n < 100 && !ended; n++) {
+        json_t *line = mx_it_lines_next(l, LINE_WAIT_MS);
+        if (line == NULL) {
+            ended = true; /* the stream ended and the client left */
+            break;
+        }
+        const char *sid = json_string_value(json_object_get(line, "session"));
+        if (sid)
+            snprintf(s.session, sizeof(s.session), "%s", sid);
+        else if (json_object_get(line, "done"))
+            fail_msg("the POST's stream carried the answer; it was not closed");
+        else if (json_object_get(line, "error"))
+            fail_msg("the client failed: %s", json_string_value(json_object_get(line, "error")));
+        else if (json_object_get(line, "id"))
+            note_event(&s, line);
+        json_decref(line);
+    }
+    assert_true(ended);
+    assert_int_equal(mx_it_wait_exit(pid, 5000), 0);
+    close(l->fd);
+    assert_true(s.primed);
+    assert_int_equal(s.answers, 0);
+    assert_true(s.events >= 1 && s.events < 8);
+    fprintf(stderr, "# the POST's stream ended after %d events, the last %s\n", s.events,
+            s.last_id);
+
+    free(l);
+    resume_to_end(&w, &s, 8);
+    free(w.url);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_resume_every_event_once, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_resume_past_buffer, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_resume_polled_answer, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

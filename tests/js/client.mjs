@@ -28,6 +28,12 @@
 //   same-ids  {"calls": [{"name","arguments"}, ...]} raw HTTP: one session per
 //             call, all sending tools/call with id 1 and progress token "tok"
 //             at once; each session's messages are reported
+//   task      {"name", "arguments", "forged_id"}  MCP 2025-11-25 tasks: call
+//             the tool as a task (callToolStream: created, statuses, result),
+//             then tasks/get of its id, tasks/list, and tasks/get of
+//             |forged_id|; then a second task, cancelled with tasks/cancel
+//             once made; the task ids seen (notifications/tasks/status
+//             among them) are reported
 //   prompt    {"name", "arguments"}              prompts/get
 //   read      {"uri"}                            resources/read
 //   many      {"count": 50, "tool": "echo"} that many SDK clients at once: connect, list
@@ -67,6 +73,7 @@ import {
     CreateMessageRequestSchema,
     PromptListChangedNotificationSchema,
     ResourceListChangedNotificationSchema,
+    TaskStatusNotificationSchema,
     ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { appendFileSync, existsSync, openSync, writeFileSync } from 'node:fs';
@@ -448,6 +455,45 @@ async function run(url, scenario, args, timeoutMs) {
         delete out.session_id_kept;
         break;
     }
+    case 'task': {
+        const seen = { created: null, statuses: [], result: null, error: null, notified: [] };
+        client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+            seen.notified.push({ id: n.params.taskId, status: n.params.status });
+        });
+        const stream = client.experimental.tasks.callToolStream(
+            { name: args.name, arguments: args.arguments ?? {} }, CallToolResultSchema,
+            { ...reqOpts, task: { ttl: 60000 } });
+        for await (const m of stream) {
+            if (m.type === 'taskCreated')
+                seen.created = m.task.taskId;
+            else if (m.type === 'taskStatus')
+                seen.statuses.push({ id: m.task.taskId, status: m.task.status });
+            else if (m.type === 'result')
+                seen.result = m.result;
+            else if (m.type === 'error')
+                seen.error = describeError(m.error);
+        }
+        out.task = seen;
+        if (seen.created !== null) {
+            await step('get', () => client.experimental.tasks.getTask(seen.created, reqOpts));
+            await step('list', () => client.experimental.tasks.listTasks(undefined, reqOpts));
+        }
+        await step('forged', () =>
+            client.experimental.tasks.getTask(args.forged_id ?? 'no-such-task', reqOpts));
+        // a second task, cancelled once it is made
+        const again = client.experimental.tasks.callToolStream(
+            { name: args.name, arguments: args.arguments ?? {} }, CallToolResultSchema,
+            { ...reqOpts, task: { ttl: 60000 } });
+        for await (const m of again) {
+            if (m.type === 'taskCreated') {
+                out.cancel_id = m.task.taskId;
+                break;
+            }
+        }
+        if (out.cancel_id)
+            await step('cancel', () => client.experimental.tasks.cancelTask(out.cancel_id, reqOpts));
+        break;
+    }
     case 'prompt':
         await step('result', () =>
             client.getPrompt({ name: args.name, arguments: args.arguments ?? {} }, reqOpts));
@@ -516,7 +562,7 @@ async function run(url, scenario, args, timeoutMs) {
 }
 
 const SCENARIOS = ['smoke', 'call', 'progress', 'list-all', 'cancel', 'sampling', 'list-changed',
-                   'same-ids', 'many', 'prompt', 'read', 'two-calls'];
+                   'same-ids', 'many', 'prompt', 'read', 'two-calls', 'task'];
 
 function main() {
     const [url, scenario, rawArgs] = process.argv.slice(2);

@@ -211,6 +211,7 @@ static void test_model_defaults(void **state)
     assert_int_equal(l->max_connections_per_client, 0);
     assert_int_equal(l->max_sessions, 4096);
     assert_int_equal(l->max_requests_per_connection, 100000);
+    assert_int_equal(l->stream_poll_ms, 0);
     const struct mx_proxy_cfg *p = &cfg->proxy;
     assert_null(p->trace);
     assert_string_equal(p->vault, tmp_path(".config/mcplex/vault").s);
@@ -281,6 +282,7 @@ static void test_model_every_key(void **state)
                  "max_connections_per_client = 8\n"
                  "max_sessions = 20\n"
                  "max_requests_per_connection = 500\n"
+                 "stream_poll = \"250ms\"\n"
                  "[proxy]\n"
                  "trace = \"~/trace.jsonl\"\n"
                  "vault = \"~/v/vault\"\n"
@@ -340,6 +342,7 @@ static void test_model_every_key(void **state)
     assert_int_equal(l->max_connections_per_client, 8);
     assert_int_equal(l->max_sessions, 20);
     assert_int_equal(l->max_requests_per_connection, 500);
+    assert_int_equal(l->stream_poll_ms, 250);
     const struct mx_proxy_cfg *p = &cfg->proxy;
     assert_string_equal(p->trace, tmp_path("trace.jsonl").s);
     assert_string_equal(p->vault, tmp_path("v/vault").s);
