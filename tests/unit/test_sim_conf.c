@@ -62,7 +62,7 @@ static void test_sim_conf_lists(void **state)
     run("tools/list", NULL, &r);
     json_t *tools = json_object_get(r.result, "tools");
     /* the 2025 catalogue: no 2026-only tool */
-    assert_int_equal(json_array_size(tools), T_JSON_SCHEMA + 1);
+    assert_int_equal(json_array_size(tools), T_RECONNECT + 1);
     for (size_t i = 0; i < json_array_size(tools); i++) {
         assert_non_null(str_at(json_array_get(tools, i), "name"));
         assert_non_null(str_at(json_array_get(tools, i), "description"));
