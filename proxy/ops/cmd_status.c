@@ -432,6 +432,19 @@ static CURL *health_get(const char *url, struct mx_buf *out, char *err)
     return c;
 }
 
+/* Run |c| against the gateway of |t| (its CA, the status timeout) and free
+ * it; the HTTP status in |*status|. */
+static CURLcode perform(const struct target *t, CURL *c, long *status)
+{
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
+    if (t->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_easy_cleanup(c);
+    return rc;
+}
+
 /* GET |t->url|. Returns 0 with the body in |out|, or 1 after printing why. */
 static int fetch(const struct target *t, struct mx_buf *out)
 {
@@ -442,12 +455,7 @@ static int fetch(const struct target *t, struct mx_buf *out)
         fprintf(stderr, "mcplex: cannot initialise libcurl\n");
         return 1;
     }
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
-    if (t->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
+    CURLcode rc = perform(t, c, &status);
     if (rc != CURLE_OK) {
         say_failure(t, rc, err);
         return 1;
@@ -651,12 +659,7 @@ static int login_code(const struct target *t, const char *base, const struct mx_
         hdrs = curl_slist_append(hdrs, auth);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, STATUS_TIMEOUT_MS);
-    if (t->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
+    CURLcode rc = perform(t, c, &status);
     if (rc != CURLE_OK) {
         say_failure(t, rc, err);
         goto out;
