@@ -1658,3 +1658,37 @@ json_t *mx_it_client26_ok(const char *url, const char *args_json)
     }
     return out;
 }
+
+void mx_it_post26(const char *base, const char *path, const char *method, const char *name,
+                  const char *params, const char *caps, const char *hdr_method, const char *version,
+                  const char *extra, struct mx_it_answer *a)
+{
+    char *url = mx_xasprintf("%s%s", base, path);
+    const char *v = version ? version : "2026-07-28";
+    char *body =
+        mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":{%s%s\"_meta\":{"
+                     "\"io.modelcontextprotocol/protocolVersion\":\"%s\","
+                     "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
+                     method, params, *params ? "," : "", v, caps ? caps : "{}");
+    char *hv = mx_xasprintf("MCP-Protocol-Version: %s", v);
+    char *hm = mx_xasprintf("Mcp-Method: %s", hdr_method ? hdr_method : method);
+    char *hn = name ? mx_xasprintf("Mcp-Name: %s", name) : NULL;
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          hv,
+                          hm,
+                          hn ? hn : extra,
+                          hn ? extra : NULL,
+                          NULL};
+    memset(a, 0, sizeof(*a));
+    assert_int_equal(
+        mx_it_http_full("POST", url, hdrs, body, 30000, &a->status, &a->headers, &a->body), 0);
+    mx_it_answer_parse(a);
+    if (a->msg == NULL)
+        fail_msg("%s %s: not JSON (%ld): %s", path, method, a->status, a->body);
+    free(hv);
+    free(hm);
+    free(hn);
+    free(body);
+    free(url);
+}

@@ -321,6 +321,17 @@ struct mx_it_answer {
 };
 /* Fill |a->msg| from |a->body|. */
 void mx_it_answer_parse(struct mx_it_answer *a);
+/*
+ * POST a 2026-07-28 request |method| to |base||path|: |params| is the inside
+ * of the params object ("" for none), |caps| the clientCapabilities (NULL:
+ * {}), |version| the revision (NULL: 2026-07-28), |hdr_method| the
+ * Mcp-Method header (NULL: |method|), Mcp-Name |name| when not NULL, one
+ * more header |extra| when not NULL. Fails the test unless the answer is
+ * JSON; |a| holds it.
+ */
+void mx_it_post26(const char *base, const char *path, const char *method, const char *name,
+                  const char *params, const char *caps, const char *hdr_method, const char *version,
+                  const char *extra, struct mx_it_answer *a);
 /* Free what |a| holds and zero it. */
 void mx_it_answer_clear(struct mx_it_answer *a);
 /* The "result" object of |a->msg|; fails the test when there is none. */

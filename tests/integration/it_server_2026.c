@@ -133,34 +133,7 @@ static void post26_with(const struct world *w, const char *path, const char *met
                         const char *hdr_method, const char *version, const char *extra,
                         struct mx_it_answer *a)
 {
-    char *url = mx_xasprintf("%s%s", w->base, path);
-    const char *v = version ? version : "2026-07-28";
-    char *body =
-        mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":{%s%s\"_meta\":{"
-                     "\"io.modelcontextprotocol/protocolVersion\":\"%s\","
-                     "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
-                     method, params, *params ? "," : "", v, caps ? caps : "{}");
-    char *hv = mx_xasprintf("MCP-Protocol-Version: %s", v);
-    char *hm = mx_xasprintf("Mcp-Method: %s", hdr_method ? hdr_method : method);
-    char *hn = name ? mx_xasprintf("Mcp-Name: %s", name) : NULL;
-    const char *hdrs[] = {"Content-Type: application/json",
-                          "Accept: application/json, text/event-stream",
-                          hv,
-                          hm,
-                          hn ? hn : extra,
-                          hn ? extra : NULL,
-                          NULL};
-    memset(a, 0, sizeof(*a));
-    assert_int_equal(
-        mx_it_http_full("POST", url, hdrs, body, 30000, &a->status, &a->headers, &a->body), 0);
-    mx_it_answer_parse(a);
-    if (a->msg == NULL)
-        fail_msg("%s %s: not JSON (%ld): %s", path, method, a->status, a->body);
-    free(hv);
-    free(hm);
-    free(hn);
-    free(body);
-    free(url);
+    mx_it_post26(w->base, path, method, name, params, caps, hdr_method, version, extra, a);
 }
 
 static void post26(const struct world *w, const char *path, const char *method, const char *name,

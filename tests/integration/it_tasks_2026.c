@@ -79,30 +79,7 @@ static void start_world(struct world *w)
 static void post26(const struct world *w, const char *path, const char *method, const char *name,
                    const char *params, const char *caps, struct mx_it_answer *a)
 {
-    char *url = mx_xasprintf("%s%s", w->base, path);
-    char *body =
-        mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\",\"params\":{%s%s\"_meta\":{"
-                     "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
-                     "\"io.modelcontextprotocol/clientCapabilities\":%s}}}",
-                     method, params, *params ? "," : "", caps);
-    char *hm = mx_xasprintf("Mcp-Method: %s", method);
-    char *hn = name ? mx_xasprintf("Mcp-Name: %s", name) : NULL;
-    const char *hdrs[] = {"Content-Type: application/json",
-                          "Accept: application/json, text/event-stream",
-                          "MCP-Protocol-Version: 2026-07-28",
-                          hm,
-                          hn,
-                          NULL};
-    memset(a, 0, sizeof(*a));
-    assert_int_equal(
-        mx_it_http_full("POST", url, hdrs, body, 30000, &a->status, &a->headers, &a->body), 0);
-    mx_it_answer_parse(a);
-    if (a->msg == NULL)
-        fail_msg("%s %s: not JSON (%ld): %s", path, method, a->status, a->body);
-    free(hm);
-    free(hn);
-    free(body);
-    free(url);
+    mx_it_post26(w->base, path, method, name, params, caps, NULL, NULL, NULL, a);
 }
 
 /* tasks/|verb| of |id| at |path| with the extension declared. */
