@@ -171,6 +171,7 @@ struct mx_mcp {
     struct mcp_wait *waits; /* requests waiting for lists (mcp_wait_new) */
     bool shutting_down;
     struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
+    struct mcp_taskbook *tasks; /* what was last heard of each task (tasks.h) */
 };
 
 /* ---- mcp_up.c: upstreams ---- */

@@ -175,7 +175,7 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     result = result ? json_deep_copy(result) : json_object();
     /* what 2026-07-28 adds to a result means nothing to a 2025 client */
     mx_up26_legacy_result(result);
-    if (lc->tasks && !mcp_tasks25_seal(lc->u->m, lc->u, result)) {
+    if (lc->tasks && !mcp_tasks25_seal(lc->u->m, lc->u, lc->s->key, result)) {
         /* the client must never see an upstream's task id raw */
         json_decref(result);
         *is_error = true;
@@ -721,25 +721,31 @@ static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c
 {
     json_t *upmsg = NULL;
     struct mx_mcpup *u = mcp_tasks25_route(m, c, msg, scope, &upmsg);
-    if (u)
-        route_as(m, s, c, u, upmsg, NULL, 0, NULL);
+    if (u == NULL)
+        return;
+    json_t *known = mcp_tasks_known(m, u, msg);
+    if (known) {
+        json_decref(upmsg);
+        mx_call_result(c, known);
+        return;
+    }
+    route_as(m, s, c, u, upmsg, NULL, 0, NULL);
 }
 
-/* tasks/list at /mcp: the one upstream that lists tasks. */
-static void route_task_list(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg)
+/* tasks/list at /mcp and /mcp/<server>: the session's own tasks, from the
+ * book (tasks.h), across every upstream in view. */
+static void route_task_list(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                            struct mx_mcpup *scope)
 {
-    size_t cnt;
-    struct mx_mcpup *u = mcp_tasks25_lister(m, &cnt);
-    if (u == NULL) {
+    json_t *caps = scope ? json_object_get(json_object_get(scope->init, "capabilities"), "tasks")
+                         : mcp_tasks25_caps(m);
+    if (!json_is_object(caps)) {
         mx_call_error(c, 200, MX_RPC_METHOD_NOT_FOUND, "Method not found: tasks/list", NULL);
-    } else if (cnt > 1) {
-        mx_call_error(c, 200, MX_RPC_INTERNAL_ERROR,
-                      "tasks/list at /mcp is not merged across the servers that run tasks; "
-                      "list them at /mcp/<server>",
-                      NULL);
-    } else {
-        route_as(m, s, c, u, json_copy(msg), NULL, 0, NULL);
+        return;
     }
+    if (scope == NULL)
+        json_decref(caps);
+    mx_call_result(c, mcp_tasks25_list(m, scope, s->key));
 }
 
 /* |may_wait|: a name no upstream holds yet may wait for lists (once). */
@@ -767,10 +773,10 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_c
                       "Invalid Request: the session is already initialized", NULL);
     } else if (mcp_tasks25_by_id(method)) {
         route_task(m, s, c, msg, scope);
+    } else if (strcmp(method, "tasks/list") == 0) {
+        route_task_list(m, s, c, scope);
     } else if (scope) {
         route_scoped(m, s, c, msg, method);
-    } else if (strcmp(method, "tasks/list") == 0) {
-        route_task_list(m, s, c, msg);
     } else if (strcmp(method, "tools/call") == 0) {
         route_named(m, s, c, msg, MX_AGG_TOOLS, may_wait);
     } else if (strcmp(method, "prompts/get") == 0) {
@@ -1223,6 +1229,7 @@ struct mx_mcp *mx_mcp_new(const struct mx_front_env *env)
     mx_session_table_set_limits(m->sessions, &lim);
     mcp_up_init(m, env->ups, env->up_cnt);
     m->modern = mcp_modern_new(m);
+    m->tasks = mcp_taskbook_new();
     return m;
 }
 
@@ -1239,6 +1246,7 @@ void mx_mcp_free(struct mx_mcp *m)
         mx_call_close(c, "mcplex is stopping", 503, MX_RPC_INTERNAL_ERROR, "mcplex is stopping");
     mcp_up_clear(m);
     mx_callhub_free(m->hub);
+    mcp_taskbook_free(m->tasks);
     free(m);
 }
 
@@ -1249,6 +1257,7 @@ void mx_mcp_slot_retired(struct mx_mcp *m, size_t idx)
     struct mx_mcpup *u = m->ups[idx];
     mcp_wait_drop(m, NULL, false, u, MCP_WAIT_RETIRED);
     mcp_modern_retired(m, idx);
+    mcp_taskbook_retired(m->tasks, idx);
     /* the sessions of its /mcp/<server> would live on with a server that is
      * no longer configured: they end (the client opens a new one, which
      * reaches the new config), those with calls in flight once the calls

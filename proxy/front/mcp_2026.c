@@ -1270,7 +1270,12 @@ static void dispatch(struct mcp_modern *mm, struct mx_call *c, json_t *msg, bool
     } else if (mcp_tasks_method(method)) {
         json_t *upmsg = NULL;
         struct mx_mcpup *u = mcp_tasks_route(mm->m, c, msg, scope, &upmsg);
-        if (u)
+        json_t *known = u ? mcp_tasks_known(mm->m, u, msg) : NULL;
+        if (known) {
+            json_decref(upmsg);
+            finish_result(known, false, 0);
+            mx_call_result(c, known);
+        } else if (u)
             call_start(mm, c, msg, u, upmsg,
                        json_string_value(json_object_get(json_object_get(msg, "params"), "taskId")),
                        scope);

@@ -20,14 +20,15 @@
 #include "alloc.h"
 #include "buf.h"
 #include "catalogue.h"
-#include "names.h"
 #include "err.h"
-#include "log.h"
 #include "front_int.h"
+#include "log.h"
 #include "mcp.h"
+#include "names.h"
 #include "rand.h"
 #include "revision.h"
 #include "rpc.h"
+#include "tasks.h"
 #include "up2026.h"
 
 #define SUBSYS           SUBSYS_MCP
@@ -1355,6 +1356,8 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
         mx_callhub_progress(u->m->hub, u->idx, ctx->v.key, msg);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         cancelled(ctx, key, msg);
+    } else if (strcmp(method, "notifications/tasks/status") == 0) {
+        mcp_tasks25_status(u->m, u, ctx->owner, msg);
     } else {
         mx_log_debug(SUBSYS, "up:%s %s not passed on", u->cfg->name, method);
     }
@@ -1655,7 +1658,6 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
 {
     bool tools = false, prompts = false, resources = false, subscribe = false;
     bool completions = false, unknown = false;
-    json_t *tasks = NULL;
     for (size_t i = 0; i < m->up_cnt; i++) {
         struct mx_mcpup *u = m->ups[i];
         json_t *caps = json_object_get(u->init, "capabilities");
@@ -1671,9 +1673,6 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
         resources = resources || json_is_object(res);
         subscribe = subscribe || json_is_true(json_object_get(res, "subscribe"));
         completions = completions || json_is_object(json_object_get(caps, "completions"));
-        /* MCP 2025-11-25 tasks: as the first upstream that offers them */
-        if (tasks == NULL && json_is_object(json_object_get(caps, "tasks")))
-            tasks = json_object_get(caps, "tasks");
     }
     /* An upstream that has not answered yet may offer anything: say so, and
      * its lists arrive with a list_changed. listChanged is always true: the
@@ -1690,8 +1689,10 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
         json_object_set_new(out, "completions", json_object());
     /* logging/setLevel is answered here for every client */
     json_object_set_new(out, "logging", json_object());
+    /* MCP 2025-11-25 tasks: listed here, the rest as the upstreams offer */
+    json_t *tasks = mcp_tasks25_caps(m);
     if (tasks)
-        json_object_set_new(out, "tasks", json_deep_copy(tasks));
+        json_object_set_new(out, "tasks", tasks);
     return out;
 }
 

@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "front_int.h"
+#include "log.h"
 #include "revision.h"
 #include "rpc.h"
 #include "taskid.h"
 #include "tasks.h"
+#include "upstream.h"
 
 /* MCP 2025-11-25, Tasks: the _meta member naming the task a message is of. */
 #define RELATED_TASK "io.modelcontextprotocol/related-task"
@@ -138,7 +141,7 @@ static bool seal_in(struct mx_mcp *m, const struct mx_mcpup *u, json_t *obj)
     return true;
 }
 
-bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, json_t *result)
+bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, uint64_t owner, json_t *result)
 {
     bool ok = seal_in(m, u, result) && seal_in(m, u, json_object_get(result, "task")) &&
               seal_in(m, u, json_object_get(json_object_get(result, "_meta"), RELATED_TASK));
@@ -147,25 +150,44 @@ bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, json_t *result
     while (i < json_array_size(tasks)) {
         /* a task whose id cannot be sealed is left out: never shown raw */
         if (seal_in(m, u, json_array_get(tasks, i)))
-            i++;
+            mcp_tasks_note(m, u, json_array_get(tasks, i++), 0);
         else
             json_array_remove(tasks, i);
     }
-    return ok;
+    if (!ok)
+        return false;
+    /* a CreateTaskResult names its maker; a Task (tasks/get, cancel) is news */
+    if (json_is_object(json_object_get(result, "task")))
+        mcp_tasks_note(m, u, json_object_get(result, "task"), owner);
+    else if (json_is_string(json_object_get(result, "status")))
+        mcp_tasks_note(m, u, result, 0);
+    return true;
 }
 
-struct mx_mcpup *mcp_tasks25_lister(struct mx_mcp *m, size_t *cnt)
+json_t *mcp_tasks25_caps(struct mx_mcp *m)
 {
-    struct mx_mcpup *u = NULL;
-    *cnt = 0;
+    json_t *out = NULL;
     for (size_t i = 0; i < m->up_cnt; i++) {
         json_t *t = json_object_get(json_object_get(m->ups[i]->init, "capabilities"), "tasks");
-        if (json_is_object(json_object_get(t, "list")) && !m->ups[i]->up->retired) {
-            u = m->ups[i];
-            (*cnt)++;
+        if (!json_is_object(t) || m->ups[i]->up->retired)
+            continue;
+        if (out == NULL)
+            out = json_pack("{s:{}}", "list");
+        if (json_is_object(json_object_get(t, "cancel")))
+            json_object_set_new(out, "cancel", json_object());
+        /* the union of the task-augmented requests, by kind and method */
+        json_t *req = json_object_get(t, "requests");
+        const char *kind;
+        json_t *methods;
+        json_object_foreach(req, kind, methods)
+        {
+            if (!json_is_object(methods))
+                continue;
+            json_t *have = mx_rpc_own(mx_rpc_own(out, "requests", true), kind, true);
+            json_object_update_missing(have, methods);
         }
     }
-    return u;
+    return out;
 }
 
 void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *method, json_t *result)
@@ -189,6 +211,7 @@ void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *meth
         return;
     }
     json_object_set_new(result, "taskId", json_string(text));
+    mcp_tasks_note(m, u, result, 0);
 }
 
 void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps)
@@ -206,4 +229,203 @@ void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps
         json_object_set_new(caps, "extensions", ext);
     }
     json_object_set_new(ext, MCP_TASKS_EXT, json_object());
+}
+
+/* ---- the book ---- */
+
+struct booked {
+    struct booked *prev; /* most recently heard of first */
+    struct booked *next;
+    char *id;       /* sealed */
+    size_t up;      /* slot */
+    uint64_t owner; /* client session key, 0: unknown */
+    json_t *task;   /* as the client sees it */
+    size_t bytes;
+    ev_tstamp seen;
+    ev_tstamp expires; /* 0: no ttl */
+};
+
+struct mcp_taskbook {
+    struct booked *head;
+    struct booked *tail;
+    size_t cnt;
+    size_t bytes;
+};
+
+struct mcp_taskbook *mcp_taskbook_new(void)
+{
+    return mx_xcalloc(1, sizeof(struct mcp_taskbook));
+}
+
+static void unlink_entry(struct mcp_taskbook *b, struct booked *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        b->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        b->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void drop(struct mcp_taskbook *b, struct booked *e)
+{
+    unlink_entry(b, e);
+    b->cnt--;
+    b->bytes -= e->bytes;
+    json_decref(e->task);
+    free(e->id);
+    free(e);
+}
+
+void mcp_taskbook_free(struct mcp_taskbook *b)
+{
+    if (b == NULL)
+        return;
+    while (b->head)
+        drop(b, b->head);
+    free(b);
+}
+
+void mcp_taskbook_retired(struct mcp_taskbook *b, size_t idx)
+{
+    for (struct booked *e = b->head, *next; e; e = next) {
+        next = e->next;
+        if (e->up == idx)
+            drop(b, e);
+    }
+}
+
+static struct booked *find(struct mcp_taskbook *b, const char *id, ev_tstamp now)
+{
+    for (struct booked *e = b->head; e; e = e->next) {
+        if (strcmp(e->id, id) != 0)
+            continue;
+        if (e->expires > 0 && now >= e->expires) {
+            drop(b, e);
+            return NULL;
+        }
+        return e;
+    }
+    return NULL;
+}
+
+static bool terminal(const json_t *task)
+{
+    const char *st = json_string_value(json_object_get(task, "status"));
+    return st && (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
+                  strcmp(st, "cancelled") == 0);
+}
+
+void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner)
+{
+    struct mcp_taskbook *b = m->tasks;
+    const char *id = json_string_value(json_object_get(task, "taskId"));
+    if (id == NULL || !json_is_string(json_object_get(task, "status")))
+        return;
+    ev_tstamp now = ev_now(m->loop);
+    struct booked *e = find(b, id, now);
+    /* a status sent after the task ended is a hostile upstream's word */
+    if (e && terminal(e->task) && !terminal(task))
+        return;
+    size_t bytes = json_dumpb(task, NULL, 0, JSON_COMPACT);
+    if (bytes == 0 || bytes > MCP_TASKS_ENTRY_MAX) {
+        if (e)
+            drop(b, e); /* what is kept would be older than what was said */
+        return;
+    }
+    if (e == NULL) {
+        e = mx_xcalloc(1, sizeof(*e));
+        e->id = mx_xstrdup(id);
+        e->up = u->idx;
+        b->cnt++;
+    } else {
+        unlink_entry(b, e);
+        b->bytes -= e->bytes;
+        json_decref(e->task);
+    }
+    e->task = json_deep_copy(task);
+    e->bytes = bytes;
+    b->bytes += bytes;
+    e->seen = now;
+    if (owner)
+        e->owner = owner;
+    /* 2025-11-25 ttl, 2026-07-28 ttlMs: milliseconds from creation, here
+     * from when it was heard of (later, so never gone too early) */
+    json_t *ttl = json_object_get(task, "ttl");
+    if (!json_is_integer(ttl))
+        ttl = json_object_get(task, "ttlMs");
+    e->expires = json_is_integer(ttl) && json_integer_value(ttl) > 0
+                     ? now + (double)json_integer_value(ttl) / 1000.0
+                     : 0;
+    e->next = b->head;
+    if (b->head)
+        b->head->prev = e;
+    b->head = e;
+    if (b->tail == NULL)
+        b->tail = e;
+    while (b->cnt > MCP_TASKS_BOOK_MAX || b->bytes > MCP_TASKS_BOOK_BYTES)
+        drop(b, b->tail);
+}
+
+json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    const char *id = json_string_value(json_object_get(json_object_get(msg, "params"), "taskId"));
+    if (method == NULL || strcmp(method, "tasks/get") != 0 || id == NULL)
+        return NULL;
+    ev_tstamp now = ev_now(m->loop);
+    struct booked *e = find(m->tasks, id, now);
+    if (e == NULL || e->up != u->idx)
+        return NULL;
+    if (terminal(e->task) ||
+        (mx_upstream_may_sleep(u->up, now) && now - e->seen <= MCP_TASKS_STALE_S))
+        return json_deep_copy(e->task);
+    return NULL;
+}
+
+json_t *mcp_tasks25_list(struct mx_mcp *m, const struct mx_mcpup *scope, uint64_t owner)
+{
+    ev_tstamp now = ev_now(m->loop);
+    json_t *tasks = json_array();
+    for (struct booked *e = m->tasks->head, *next; e; e = next) {
+        next = e->next;
+        if (e->expires > 0 && now >= e->expires) {
+            drop(m->tasks, e);
+            continue;
+        }
+        if (e->owner == owner && (scope == NULL || scope->idx == e->up) &&
+            !m->ups[e->up]->up->retired)
+            json_array_append(tasks, e->task);
+    }
+    return json_pack("{s:o}", "tasks", tasks);
+}
+
+void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session *session,
+                        const json_t *msg)
+{
+    json_t *out = json_deep_copy(msg);
+    json_t *params = json_object_get(out, "params");
+    if (!json_is_object(params) || !json_is_string(json_object_get(params, "taskId")) ||
+        !seal_in(m, u, params)) {
+        json_decref(out);
+        mcp_up_dropped(u, "notifications/tasks/status", "names no task");
+        return;
+    }
+    mcp_tasks_note(m, u, params, 0);
+    struct booked *e =
+        find(m->tasks, json_string_value(json_object_get(params, "taskId")), ev_now(m->loop));
+    /* on a shared upstream session only the book knows whose task it is */
+    struct mx_session *s = session;
+    if (s == NULL && e && e->owner)
+        s = mx_session_by_key(m->sessions, e->owner);
+    if (s && s->answered)
+        mcp_push(s, out);
+    else
+        mx_log_debug(SUBSYS_MCP,
+                     "up:%s notifications/tasks/status of a task no client is known for",
+                     u->cfg->name);
+    json_decref(out);
 }

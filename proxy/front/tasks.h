@@ -16,9 +16,11 @@
 
 #include "revision.h"
 
+struct mcp_taskbook;
 struct mx_call;
 struct mx_mcp;
 struct mx_mcpup;
+struct mx_session;
 
 #define MCP_TASKS_EXT MX_REV_EXT_TASKS
 
@@ -53,17 +55,69 @@ bool mcp_tasks25_involved(const char *method, const json_t *msg);
  * declare). */
 struct mx_mcpup *mcp_tasks25_route(struct mx_mcp *m, struct mx_call *c, const json_t *msg,
                                    struct mx_mcpup *scope, json_t **upmsg);
-/* Seal the task ids of |result| from |u|: its taskId (a Task), task.taskId
- * (a CreateTaskResult), _meta's related-task, and each of tasks[] (a task
- * whose id is too long to seal is left out). Returns false when one of the
- * first three could not be sealed; the caller answers with an error. */
-bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, json_t *result);
-/* The upstream that lists tasks (capabilities.tasks.list), with |*cnt| set
- * to how many do; NULL when none does. */
-struct mx_mcpup *mcp_tasks25_lister(struct mx_mcp *m, size_t *cnt);
+/* Seal the task ids of |result| from |u| (answering client session
+ * |owner|): its taskId (a Task), task.taskId (a CreateTaskResult), _meta's
+ * related-task, and each of tasks[] (a task whose id is too long to seal
+ * is left out); the Tasks in it are noted in the book. Returns false when
+ * one of the first three could not be sealed; the caller answers with an
+ * error. */
+bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, uint64_t owner, json_t *result);
 
 /* Add the extension to |caps| (server/discover) when an upstream in |scope|
  * (NULL: all) offers it. */
 void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps);
+
+/*
+ * The book of tasks: what mcplex last heard of each task it sealed (its
+ * status as the client sees it, when, which client session made it), so
+ * that a sleeping sandbox is not woken to be asked a status, notifications
+ * of a task reach the client that made it, and a 2025 tasks/list is the
+ * caller's tasks across every upstream. Bounded in entries
+ * (MCP_TASKS_BOOK_MAX, least recently heard of goes first) and bytes; an
+ * entry goes when its upstream is retired or its ttl has passed. Memory
+ * only: after a restart the ids still work (they are sealed), the book
+ * fills again as tasks are asked about.
+ */
+#define MCP_TASKS_BOOK_MAX   1024
+#define MCP_TASKS_BOOK_BYTES (4u << 20)
+#define MCP_TASKS_ENTRY_MAX  (16u << 10) /* a status bigger than this is not kept */
+/* How old a status of a running task may be when it is answered without
+ * asking a sandbox that may be asleep; older, the sandbox is asked. */
+#define MCP_TASKS_STALE_S 300.0
+
+struct mcp_taskbook *mcp_taskbook_new(void);
+void mcp_taskbook_free(struct mcp_taskbook *b);
+/* Slot |idx| was retired: its tasks are forgotten. */
+void mcp_taskbook_retired(struct mcp_taskbook *b, size_t idx);
+
+/* Note |task| (a Task object with its sealed taskId, borrowed) as |u|'s
+ * latest word on it, made by client session |owner| (0: unknown, keeps the
+ * one noted before). */
+void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner);
+
+/*
+ * The answer to task request |msg| (routed to |u|) from the book, or NULL
+ * when it must go to the upstream. Only tasks/get is answered here: a task
+ * in a terminal status always (it never changes again), a running one
+ * only while |u| may be asleep (mx_upstream_may_sleep) and its status is
+ * at most MCP_TASKS_STALE_S old. A new reference.
+ */
+json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg);
+
+/* A 2025 tasks/list result: the tasks client session |owner| made, of
+ * |scope| (NULL: every upstream), most recently heard of first, each with
+ * the status last heard. A new reference. */
+json_t *mcp_tasks25_list(struct mx_mcp *m, const struct mx_mcpup *scope, uint64_t owner);
+
+/* MCP 2025-11-25 tasks: the capability of /mcp, as mcplex offers it: list
+ * (answered here), cancel and the task-augmented requests when an
+ * upstream offers them; NULL when none offers tasks. A new reference. */
+json_t *mcp_tasks25_caps(struct mx_mcp *m);
+
+/* notifications/tasks/status |msg| from |u| (borrowed), heard on an
+ * upstream session of client session |session| (NULL: shared): noted, and
+ * passed on with the sealed id to the client session that made the task. */
+void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session *session,
+                        const json_t *msg);
 
 #endif

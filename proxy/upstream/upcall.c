@@ -586,9 +586,7 @@ static int launch(struct mx_upcall *c)
         c->ureq = NULL;
         return rc;
     }
-    bool idle = up->state == MX_UPSTREAM_UNKNOWN ||
-                now - up->last_activity >= (double)up->cfg->idle_close_ms / 1000.0;
-    if (idle && !c->is_stream) {
+    if (mx_upstream_may_sleep(up, now) && !c->is_stream) {
         ev_timer_set(&c->hold, HOLD_S, 0.0);
         ev_timer_start(c->loop, &c->hold);
     }

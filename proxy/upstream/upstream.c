@@ -61,6 +61,12 @@ const char *mx_upstream_state_name(enum mx_upstream_state s)
     return "?";
 }
 
+bool mx_upstream_may_sleep(const struct mx_upstream *u, ev_tstamp now)
+{
+    return u->state == MX_UPSTREAM_UNKNOWN ||
+           now - u->last_activity >= (double)u->cfg->idle_close_ms / 1000.0;
+}
+
 const char *mx_upstream_fault_name(enum mx_upstream_fault f)
 {
     switch (f) {

@@ -177,6 +177,10 @@ void mx_upstream_note_no_connection(struct mx_upstream *u, ev_tstamp now, bool t
                                     const char *cause);
 /* A connection was made: a fault about connecting is over. */
 void mx_upstream_note_connected(struct mx_upstream *u);
+/* Whether the sandbox behind |u| may be asleep at |now|: mcplex has not
+ * heard from it since it started, or not for idle_close (it let go of its
+ * connections then, so a sandbox that pauses when idle may have). */
+bool mx_upstream_may_sleep(const struct mx_upstream *u, ev_tstamp now);
 /* "unreachable", "tls", "auth-failed", "gone" ("" for none). */
 const char *mx_upstream_fault_name(enum mx_upstream_fault f);
 /* The last error as shown: "unreachable: connection refused at

@@ -7,10 +7,10 @@
  * mcplex's sealed one, never the server's own (a 32-digit hex id, kept in
  * the trace): the same id in the creation, every status, the result's
  * related-task and the list; a second task is cancelled by its sealed id;
- * a made-up id is refused with -32602. A
- * notifications/tasks/status that reached the client would carry the same
- * id (clients at /mcp/<server> share one upstream session here, whose
- * status notifications name no client and are not passed on).
+ * a made-up id is refused with -32602. The server's
+ * notifications/tasks/status reach the client that made the task, with the
+ * same sealed id, though its upstream session is shared by every client:
+ * mcplex's book of tasks knows whose task it is.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +92,7 @@ static void run_task(struct world *w, const char *path, const char *tool)
     }
     fprintf(stderr, "# %s: %zu status notifications\n", path,
             json_array_size(json_object_get(task, "notified")));
+    assert_true(json_array_size(json_object_get(task, "notified")) >= 1);
     json_t *result = json_object_get(task, "result");
     const char *text = json_string_value(
         json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
