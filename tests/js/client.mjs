@@ -34,6 +34,13 @@
 //             |forged_id|; then a second task, cancelled with tasks/cancel
 //             once made; the task ids seen (notifications/tasks/status
 //             among them) are reported
+//   task-pause {"name", "arguments", "ready_file", "go_file", "wait_ms": 20000}
+//             MCP 2025-11-25 tasks, a step at a time: call the tool as a task
+//             (tools/call with params.task), tasks/get it ("before"), write
+//             the task id to |ready_file|, wait for |go_file|, tasks/get it
+//             again ("after"), then tasks/list
+//   task-result {"id"}                         tasks/result of task |id|, then
+//             tasks/get of it (each step's time is in "timings")
 //   prompt    {"name", "arguments"}              prompts/get
 //   read      {"uri"}                            resources/read
 //   many      {"count": 50, "tool": "echo"} that many SDK clients at once: connect, list
@@ -71,6 +78,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
     CallToolResultSchema,
     CreateMessageRequestSchema,
+    CreateTaskResultSchema,
     PromptListChangedNotificationSchema,
     ResourceListChangedNotificationSchema,
     TaskStatusNotificationSchema,
@@ -494,6 +502,27 @@ async function run(url, scenario, args, timeoutMs) {
             await step('cancel', () => client.experimental.tasks.cancelTask(out.cancel_id, reqOpts));
         break;
     }
+    case 'task-pause': {
+        const created = await step('created', () => client.request(
+            { method: 'tools/call',
+              params: { name: args.name, arguments: args.arguments ?? {}, task: { ttl: 60000 } } },
+            CreateTaskResultSchema, reqOpts));
+        const id = created?.task?.taskId;
+        if (!id)
+            break;
+        await step('before', () => client.experimental.tasks.getTask(id, reqOpts));
+        writeFileSync(args.ready_file, id + '\n');
+        out.go = await waitFile(args.go_file, args.wait_ms ?? 20000);
+        await step('after', () => client.experimental.tasks.getTask(id, reqOpts));
+        await step('list', () => client.experimental.tasks.listTasks(undefined, reqOpts));
+        break;
+    }
+    case 'task-result': {
+        await step('result', () =>
+            client.experimental.tasks.getTaskResult(args.id, CallToolResultSchema, reqOpts));
+        await step('get', () => client.experimental.tasks.getTask(args.id, reqOpts));
+        break;
+    }
     case 'prompt':
         await step('result', () =>
             client.getPrompt({ name: args.name, arguments: args.arguments ?? {} }, reqOpts));
@@ -562,7 +591,8 @@ async function run(url, scenario, args, timeoutMs) {
 }
 
 const SCENARIOS = ['smoke', 'call', 'progress', 'list-all', 'cancel', 'sampling', 'list-changed',
-                   'same-ids', 'many', 'prompt', 'read', 'two-calls', 'task'];
+                   'same-ids', 'many', 'prompt', 'read', 'two-calls', 'task', 'task-pause',
+                   'task-result'];
 
 function main() {
     const [url, scenario, rawArgs] = process.argv.slice(2);
