@@ -251,6 +251,8 @@ static json_t *stats_json(const struct mx_sim *sim)
     json_object_set_new(j, "get_streams", json_integer((json_int_t)sim->get_streams));
     json_object_set_new(j, "get_opened", json_integer((json_int_t)st->get_opened));
     json_object_set_new(j, "gone", json_integer((json_int_t)st->gone));
+    json_object_set_new(j, "tasks_get", json_integer((json_int_t)st->tasks_get));
+    json_object_set_new(j, "tasks_result", json_integer((json_int_t)st->tasks_result));
     return j;
 }
 

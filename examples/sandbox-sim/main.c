@@ -310,8 +310,7 @@ int main(int argc, char **argv)
     sim.drop_after_events = cli.drop_after_events;
     sim.conformance = cli.conformance;
     sim.modern_only = cli.modern_only;
-    if (sim.conformance)
-        sim.tasks = mx_sim_tasks_new();
+    sim.tasks = mx_sim_tasks_new();
     sim.get_stream = cli.get_stream;
     if (RAND_bytes(sim.state_key, (int)sizeof(sim.state_key)) != 1) {
         fprintf(stderr, "sandbox-sim: no randomness for the requestState key\n");

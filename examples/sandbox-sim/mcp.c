@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "mcp.h"
 #include "num.h"
+#include "tasks.h"
 
 static const char *const method_names[MX_SIM_M_CNT] = {
     [MX_SIM_M_INITIALIZE] = "initialize",
@@ -156,8 +157,7 @@ static json_t *tools_list(const struct mx_sim_mcp_ctx *ctx)
                          schema(json_pack("{s:{s:s},s:{s:s}}", "a", "type", "number", "b", "type",
                                           "number"),
                                 json_pack("[s,s]", "a", "b"))));
-    json_array_append_new(
-        tools,
+    json_t *slow =
         json_pack("{s:s,s:s,s:s,s:o}", "name", "slow", "title", "Slow", "description",
                   "Takes steps * interval_ms to finish, reporting progress after each step "
                   "when the request carries a progressToken.",
@@ -166,7 +166,12 @@ static json_t *tools_list(const struct mx_sim_mcp_ctx *ctx)
                                    "integer", "minimum", 0, "maximum", MX_SIM_SLOW_MAX_STEPS,
                                    "default", 3, "interval_ms", "type", "integer", "minimum", 0,
                                    "maximum", MX_SIM_SLOW_MAX_INTERVAL, "default", 100),
-                         json_array())));
+                         json_array()));
+    /* MCP 2025-11-25, Tasks, Tool-Level Negotiation: the one tool that may
+     * run as a task; the others say nothing, which means forbidden. */
+    if (ctx->tasks)
+        json_object_set_new(slow, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+    json_array_append_new(tools, slow);
     json_array_append_new(
         tools,
         json_pack("{s:s,s:s,s:s,s:o}", "name", "get-env", "title", "Get environment variable",
@@ -332,13 +337,42 @@ static void tool_slow(json_t *args, json_t *params, struct mx_sim_reply *out)
     out->deferred = true;
 }
 
+/*
+ * slow with params.task (MCP 2025-11-25): the same call as a task that runs
+ * steps * interval_ms instead of a stream, answered with its CreateTaskResult.
+ * Bad arguments make a task that failed at once with the tool error. There
+ * is no stream, so no progress.
+ */
+static void slow_task(const struct mx_sim_mcp_ctx *ctx, json_t *task, struct mx_sim_reply *out)
+{
+    char text[200];
+    bool is_error = !out->deferred;
+    int64_t run_ms = 0;
+
+    if (is_error) {
+        json_t *item = json_array_get(json_object_get(out->result, "content"), 0);
+        snprintf(text, sizeof(text), "%s", json_string_value(json_object_get(item, "text")));
+    } else {
+        snprintf(text, sizeof(text), "done after %lld steps", (long long)out->steps);
+        run_ms = out->steps * out->interval_ms;
+    }
+    int tool = out->tool;
+    mx_sim_reply_clear(out);
+    out->tool = tool;
+    mx_sim_tasks_create_2025(ctx->tasks, text, is_error, run_ms, task, out);
+}
+
 static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct mx_sim_reply *out)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
+    json_t *task = ctx->tasks ? json_object_get(params, "task") : NULL;
     json_t *empty = NULL;
     char msg[200];
     int t;
+
+    if (json_is_null(task))
+        task = NULL;
 
     if (name == NULL) {
         mx_sim_reply_error(out, MX_SIM_RPC_PARAMS, "params.name must be a string", NULL);
@@ -347,6 +381,14 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
     for (t = 0; t < MX_SIM_T_CNT; t++) {
         if (strcmp(name, tool_names[t]) == 0)
             break;
+    }
+    /* MCP 2025-11-25, Tasks, Tool-Level Negotiation: a task on a tool
+     * without task support gets -32601. A session without the capability
+     * ignores params.task (Task Support and Handling). */
+    if (task && t != MX_SIM_T_SLOW && (t < MX_SIM_T_CNT || gen_index(name, ctx->extra_tools) > 0)) {
+        snprintf(msg, sizeof(msg), "Method not found: tool %.100s does not support tasks", name);
+        mx_sim_reply_error(out, MX_SIM_RPC_NOMETHOD, msg, NULL);
+        return;
     }
     if (t == MX_SIM_T_CNT && gen_index(name, ctx->extra_tools) > 0) {
         out->result = mx_sim_text_result(name, false);
@@ -379,6 +421,8 @@ static void tools_call(const struct mx_sim_mcp_ctx *ctx, json_t *params, struct 
         break;
     case MX_SIM_T_SLOW:
         tool_slow(args, params, out);
+        if (task)
+            slow_task(ctx, task, out);
         break;
     case MX_SIM_T_GET_ENV:
         out->result = tool_get_env(args);
@@ -464,11 +508,35 @@ static void resources_read(const struct mx_sim_mcp_ctx *ctx, json_t *params,
 
 static json_t *initialize_result(const struct mx_sim_mcp_ctx *ctx)
 {
-    return json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b}},s:{s:s,s:s},s:s}", "protocolVersion",
-                     ctx->revision, "capabilities", "tools", "listChanged", 0, "prompts",
-                     "listChanged", 0, "resources", "subscribe", 0, "listChanged", 0, "serverInfo",
-                     "name", ctx->name, "version", MX_VERSION, "instructions",
-                     "A simulated sandboxed MCP server for testing gateways.");
+    json_t *r = json_pack("{s:s,s:{s:{s:b},s:{s:b},s:{s:b,s:b}},s:{s:s,s:s},s:s}",
+                          "protocolVersion", ctx->revision, "capabilities", "tools", "listChanged",
+                          0, "prompts", "listChanged", 0, "resources", "subscribe", 0,
+                          "listChanged", 0, "serverInfo", "name", ctx->name, "version", MX_VERSION,
+                          "instructions", "A simulated sandboxed MCP server for testing gateways.");
+    /* MCP 2025-11-25, Tasks, Server Capabilities */
+    if (ctx->tasks)
+        json_object_set_new(
+            json_object_get(r, "capabilities"), "tasks",
+            json_pack("{s:{},s:{},s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call"));
+    return r;
+}
+
+/* tasks/get, tasks/result, tasks/list, tasks/cancel (MCP 2025-11-25);
+ * returns false for any other method. */
+static bool tasks_request(const struct mx_sim_mcp_ctx *ctx, const char *method, json_t *params,
+                          struct mx_sim_reply *out)
+{
+    if (strcmp(method, "tasks/get") == 0)
+        mx_sim_tasks_get_2025(ctx->tasks, params, out);
+    else if (strcmp(method, "tasks/result") == 0)
+        mx_sim_tasks_result_2025(ctx->tasks, params, out);
+    else if (strcmp(method, "tasks/list") == 0)
+        mx_sim_tasks_list_2025(ctx->tasks, params, out);
+    else if (strcmp(method, "tasks/cancel") == 0)
+        mx_sim_tasks_cancel_2025(ctx->tasks, params, out);
+    else
+        return false;
+    return true;
 }
 
 static void list_hint(const struct mx_sim_mcp_ctx *ctx, struct mx_sim_reply *out)
@@ -524,6 +592,8 @@ void mx_sim_mcp_request(const struct mx_sim_mcp_ctx *ctx, const char *method, js
         list_hint(ctx, out);
         return;
     default:
+        if (ctx->tasks && tasks_request(ctx, method, params, out))
+            return;
         break;
     }
     snprintf(msg, sizeof(msg), "Method not found: %.100s", method);

@@ -72,6 +72,9 @@ struct mx_sim_mcp_ctx {
     int64_t huge_pages;    /* > 0: tools/list pages without end, each with one tool
                             * whose description is this many bytes (a hostile server) */
     const char *claim_uri; /* also list this resource (a hostile server); NULL: none */
+    /* MCP 2025-11-25 tasks (tasks.h): the sim's table in a session of that
+     * revision (normal mode); NULL: no tasks capability, no tasks/... */
+    struct mx_sim_tasks *tasks;
 };
 
 /* Largest description --huge-pages may ask for. */
@@ -86,6 +89,8 @@ struct mx_sim_mcp_ctx {
  * the slow tool asks the caller to stream |steps| steps |interval_ms| apart,
  * with progress to |progress_token| when it is not NULL.
  */
+struct mx_sim_tasks;
+
 struct mx_sim_reply {
     json_t *result; /* owned */
     int err_code;
@@ -103,6 +108,11 @@ struct mx_sim_reply {
     int conf_tool;   /* which conformance tool, for mx_sim_conf_answer */
     json_t *events;  /* owned: messages to write, interval_ms apart */
     json_t *ask;     /* owned: {method, params} of a request to the client */
+    /* tasks/result of a task still working (MCP 2025-11-25): nothing else is
+     * set; hold the request |wait_ms| and ask again for |task_id|. */
+    bool task_wait;
+    int64_t wait_ms;
+    char task_id[33];
 };
 
 enum mx_sim_method mx_sim_method_find(const char *name);

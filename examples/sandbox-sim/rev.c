@@ -35,3 +35,9 @@ bool mx_sim_rev_header_ok(const struct mx_str *hdr, const char *negotiated)
      * 0.1.16 sends 2025-03-26 on a session of 2025-11-25) */
     return hdr == NULL || mx_sim_rev_is_supported(*hdr);
 }
+
+bool mx_sim_rev_has_tasks(const char *revision)
+{
+    /* MCP 2025-11-25 introduced tasks; the older revisions have none. */
+    return strcmp(revision, "2025-11-25") == 0;
+}

@@ -33,4 +33,7 @@ const char *mx_sim_rev_negotiate(const char *requested);
  */
 bool mx_sim_rev_header_ok(const struct mx_str *hdr, const char *negotiated);
 
+/* True if a session of |revision| has the experimental tasks (2025-11-25). */
+bool mx_sim_rev_has_tasks(const char *revision);
+
 #endif

@@ -144,15 +144,17 @@ static void leak_credential(const struct mx_sim *sim, const struct mx_req *req,
 static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_session *s,
                         bool new_session, const char *method, json_t *id, json_t *params)
 {
-    struct mx_sim_mcp_ctx ctx = {.name = sim->name,
-                                 .revision = s->revision,
-                                 .config_json = config_json,
-                                 .config_arg = sim,
-                                 .conf = sim->conformance ? &s->conf : NULL,
-                                 .list_ttl_ms = sim->list_ttl_ms,
-                                 .extra_tools = sim->extra_tools,
-                                 .huge_pages = sim->huge_pages,
-                                 .claim_uri = sim->claim_uri};
+    struct mx_sim_mcp_ctx ctx = {
+        .name = sim->name,
+        .revision = s->revision,
+        .config_json = config_json,
+        .config_arg = sim,
+        .conf = sim->conformance ? &s->conf : NULL,
+        .list_ttl_ms = sim->list_ttl_ms,
+        .extra_tools = sim->extra_tools,
+        .huge_pages = sim->huge_pages,
+        .claim_uri = sim->claim_uri,
+        .tasks = !sim->conformance && mx_sim_rev_has_tasks(s->revision) ? sim->tasks : NULL};
     struct mx_hdr_out hdrs[] = {{"Mcp-Session-Id", s->id}};
     enum mx_sim_method m = mx_sim_method_find(method);
     struct mx_sim_reply r;
@@ -165,6 +167,12 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
     sim->stats.methods[m]++;
     if (r.tool >= 0)
         sim->stats.tools[r.tool]++;
+    if (strcmp(method, "tasks/get") == 0)
+        sim->stats.tasks_get++;
+    else if (strcmp(method, "tasks/result") == 0)
+        sim->stats.tasks_result++;
+    else if (ctx.tasks && strcmp(method, "tasks/cancel") == 0 && r.result)
+        mx_sim_stream_task_changed(sim, json_string_value(json_object_get(params, "taskId")));
     if (sim->drop_before_response) {
         /* The request ran; the client never learns its outcome. */
         sim->drop_before_response = false;
@@ -173,6 +181,11 @@ static void run_request(struct mx_sim *sim, struct mx_req *req, struct mx_sim_se
         mx_sim_log_req(sim, req, 0, what);
         mx_sim_reply_clear(&r);
         mx_req_reset(req);
+        return;
+    }
+    if (r.task_wait) {
+        mx_sim_stream_task_wait(sim, req, id, &r);
+        mx_sim_reply_clear(&r);
         return;
     }
     if (r.deferred) {

@@ -88,6 +88,8 @@ struct mx_sim_stats {
     uint64_t sessions_expired; /* by expire_sessions or eviction */
     uint64_t sessions_deleted; /* by DELETE /mcp */
     uint64_t get_opened;       /* standalone GET streams opened (--get-stream) */
+    uint64_t tasks_get;        /* tasks/get requests served in a session */
+    uint64_t tasks_result;     /* tasks/result requests served in a session */
 };
 
 struct mx_sim_session {
@@ -103,6 +105,7 @@ struct mx_sim_held;    /* fault.c */
 struct mx_sim_slow401; /* server.c */
 struct mx_sim_call;    /* stream.c */
 struct mx_sim_poll;    /* stream.c */
+struct mx_sim_wait;    /* stream.c */
 
 struct mx_sim {
     struct ev_loop *loop;
@@ -144,6 +147,7 @@ struct mx_sim {
     size_t session_cnt;
     struct mx_sim_call *calls;
     struct mx_sim_poll *polls; /* test_reconnection answers awaiting a resume (stream.c) */
+    struct mx_sim_wait *waits; /* tasks/result requests held until their task ends */
     uint64_t polls_made;
     uint64_t asks; /* requests sent to clients, for their ids */
 
@@ -152,7 +156,9 @@ struct mx_sim {
     bool conformance;
     bool modern_only; /* --modern-only: no 2025 session, no initialize */
     unsigned char state_key[MX_SIM_STATE_KEY_LEN]; /* signs requestState (2026-07-28) */
-    struct mx_sim_tasks *tasks; /* tasks extension (tasks.c); NULL unless --conformance */
+    /* task table (tasks.c): the 2026-07-28 tasks extension in --conformance,
+     * the 2025-11-25 tasks of the slow tool otherwise */
+    struct mx_sim_tasks *tasks;
 };
 
 /* ---- server.c ---- */
@@ -251,6 +257,17 @@ void mx_sim_stream_list_changed(struct mx_sim *sim, unsigned mask);
 /* notifications/cancelled: end the stream of |request_id| in |session| without
  * a result (MCP 2025-06-18, Cancellation). Returns true if one was found. */
 bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *request_id);
+/*
+ * tasks/result of a task still working, as |reply| says (task_wait): hold
+ * |req| until the task is due, then answer it as JSON. |id| is borrowed. The
+ * sim does not pause while a request is held; a client that leaves is
+ * forgotten.
+ */
+void mx_sim_stream_task_wait(struct mx_sim *sim, struct mx_req *req, json_t *id,
+                             const struct mx_sim_reply *reply);
+/* Task |task_id| changed (it was cancelled): its held tasks/result requests
+ * are answered on the next loop iteration. */
+void mx_sim_stream_task_changed(struct mx_sim *sim, const char *task_id);
 /* Stop and free every stream (at exit). */
 void mx_sim_stream_clear(struct mx_sim *sim);
 

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "conf.h"
 #include "sim.h"
+#include "tasks.h"
 
 /* How long a dropped stream waits after its last event before the reset. */
 #define DROP_DELAY_S 0.02
@@ -502,8 +503,123 @@ bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *reque
     return false;
 }
 
+/* ---- tasks/result held until its task ends (MCP 2025-11-25) ---- */
+
+/* A tasks/result request waiting for its task: a timer to its due time and
+ * nothing else, so the loop never blocks on it. */
+struct mx_sim_wait {
+    struct mx_sim_wait *prev;
+    struct mx_sim_wait *next;
+    struct mx_sim *sim;
+    struct mx_req *req;
+    ev_timer timer;
+    json_t *id;
+    char task_id[33];
+};
+
+static void wait_free(struct mx_sim_wait *w)
+{
+    struct mx_sim *sim = w->sim;
+    ev_timer_stop(sim->loop, &w->timer);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        sim->waits = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    mx_sim_fault_busy(sim, -1);
+    json_decref(w->id);
+    free(w);
+}
+
+static void wait_arm(struct mx_sim_wait *w, int64_t ms)
+{
+    ev_timer_stop(w->sim->loop, &w->timer);
+    ev_timer_set(&w->timer, (double)ms / 1000.0, 0.0);
+    ev_timer_start(w->sim->loop, &w->timer);
+}
+
+static void wait_cb(struct ev_loop *loop, ev_timer *timer, int revents)
+{
+    struct mx_sim_wait *w = mx_container_of(timer, struct mx_sim_wait, timer);
+    struct mx_sim *sim = w->sim;
+    struct mx_req *req = w->req;
+    json_t *params = json_pack("{s:s}", "taskId", w->task_id);
+    struct mx_sim_reply r;
+    json_t *out;
+    (void)loop;
+    (void)revents;
+
+    memset(&r, 0, sizeof(r));
+    r.tool = -1;
+    mx_sim_tasks_result_2025(sim->tasks, params, &r);
+    json_decref(params);
+    if (r.task_wait) {
+        /* the two clocks may disagree by a millisecond: ask again soon */
+        wait_arm(w, r.wait_ms > 0 ? r.wait_ms : 1);
+        mx_sim_reply_clear(&r);
+        return;
+    }
+    if (r.result)
+        out = mx_sim_rpc_result(w->id, json_incref(r.result));
+    else
+        out = mx_sim_rpc_error(w->id, r.err_code, r.err_msg, json_incref(r.err_data));
+    mx_sim_reply_clear(&r);
+    mx_req_set_handler(req, NULL, NULL, NULL);
+    wait_free(w);
+    /* Last: answering may dispatch the next pipelined request. */
+    mx_sim_respond(sim, req, 200, NULL, 0, out,
+                   out && json_object_get(out, "result") ? "tasks/result (was waiting)"
+                                                         : "tasks/result (was waiting, error)");
+}
+
+static void wait_abort(struct mx_req *req, void *data)
+{
+    struct mx_sim_wait *w = data;
+    mx_log_info("sim", "req#%lu: client went away while tasks/result waited", mx_req_id(req));
+    wait_free(w);
+}
+
+void mx_sim_stream_task_wait(struct mx_sim *sim, struct mx_req *req, json_t *id,
+                             const struct mx_sim_reply *reply)
+{
+    struct mx_sim_wait *w = mx_xcalloc(1, sizeof(*w));
+    w->sim = sim;
+    w->req = req;
+    w->id = json_incref(id);
+    snprintf(w->task_id, sizeof(w->task_id), "%s", reply->task_id);
+    w->next = sim->waits;
+    if (sim->waits)
+        sim->waits->prev = w;
+    sim->waits = w;
+    /* An open tasks/result keeps the sandbox awake, as an open stream does. */
+    mx_sim_fault_busy(sim, +1);
+    mx_log_debug("sim", "req#%lu tasks/result waits %lld ms for its task", mx_req_id(req),
+                 (long long)reply->wait_ms);
+    mx_req_set_handler(req, NULL, wait_abort, w);
+    ev_timer_init(&w->timer, wait_cb, 0.0, 0.0);
+    wait_arm(w, reply->wait_ms);
+}
+
+void mx_sim_stream_task_changed(struct mx_sim *sim, const char *task_id)
+{
+    /* Answer on the next iteration, not from inside the request that
+     * changed the task: answering may run other requests. */
+    for (struct mx_sim_wait *w = sim->waits; w && task_id; w = w->next) {
+        if (strcmp(w->task_id, task_id) == 0)
+            wait_arm(w, 0);
+    }
+}
+
 void mx_sim_stream_clear(struct mx_sim *sim)
 {
+    while (sim->waits) {
+        struct mx_sim_wait *w = sim->waits;
+        struct mx_req *req = w->req;
+        mx_req_set_handler(req, NULL, NULL, NULL);
+        wait_free(w);
+        mx_req_reset(req);
+    }
     while (sim->polls) {
         struct mx_sim_poll *p = sim->polls;
         sim->polls = p->next;
