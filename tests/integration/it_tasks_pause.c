@@ -108,7 +108,7 @@ static void test_task_across_pause_and_restart(void **state)
     char *id = mx_it_read_file(ready, NULL);
     assert_non_null(id);
     id[strcspn(id, "\n")] = '\0';
-    json_int_t gets = sim_count(&w, "tasks/get");
+    json_int_t gets = sim_count(&w, "tasks_get");
     assert_int_equal(gets, 1); /* the first tasks/get, while it was awake */
     /* the sandbox falls asleep: nobody asks it anything */
     for (int i = 0; i < 100 && !sim_paused(&w); i++)
@@ -124,7 +124,7 @@ static void test_task_across_pause_and_restart(void **state)
     assert_string_equal(status_of(out, "after"), "working");
     assert_string_equal(json_string_value(json_object_get(json_object_get(out, "after"), "taskId")),
                         id);
-    assert_int_equal(sim_count(&w, "tasks/get"), gets);
+    assert_int_equal(sim_count(&w, "tasks_get"), gets);
     assert_int_equal(sim_count(&w, "wakes"), wakes);
     assert_true(sim_paused(&w));
     /* the caller's own tasks, from mcplex's book: this one */
@@ -149,7 +149,7 @@ static void test_task_across_pause_and_restart(void **state)
                         "done after 16 steps");
     assert_string_equal(status_of(out, "get"), "completed");
     assert_int_equal(sim_count(&w, "wakes"), wakes + 1);
-    assert_int_equal(sim_count(&w, "tasks/result"), 1);
+    assert_int_equal(sim_count(&w, "tasks_result"), 1);
     json_decref(out);
 
     /* no credential reached the log */
