@@ -170,7 +170,7 @@ struct mx_mcp {
     ev_timer announce;      /* coalesces list_changed announcements */
     struct mcp_wait *waits; /* requests waiting for lists (mcp_wait_new) */
     bool shutting_down;
-    struct mcp_modern *modern; /* MCP 2026-07-28 clients (mcp_2026.c) */
+    struct mcp_modern *modern;  /* MCP 2026-07-28 clients (mcp_2026.c) */
     struct mcp_taskbook *tasks; /* what was last heard of each task (tasks.h) */
 };
 
@@ -185,6 +185,9 @@ void mcp_up_retired(struct mx_mcp *m, size_t idx);
  * kind, at initialize): list_changed tells it only of what moved since. */
 void mcp_session_told(struct mx_mcp *m, struct sessx *sx, int kind);
 
+/* The client capabilities an upstream session for client session |owner|
+ * (NULL: the shared one) declares. A new reference. */
+json_t *mcp_client_caps(const struct mx_session *owner);
 /* The upstream session |s| should use for |u|, opened if needed. */
 struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s);
 /* The upctx of a call's via. */
@@ -380,5 +383,8 @@ size_t mcp_modern_subscribed(struct mx_mcp *m, size_t up, const char *uri);
 /* Upstream slot |idx| was retired at a reload: its scoped listen streams
  * end (with the final result). */
 void mcp_modern_retired(struct mx_mcp *m, size_t idx);
+/* What every 2026-07-28 result carries (resultType, serverInfo), added to
+ * a result mcplex makes itself. */
+void mcp_modern_finish(json_t *result);
 
 #endif

@@ -49,6 +49,11 @@ struct lcall {
     ev_timer prime;
     int sub_op; /* +1 resources/subscribe, -1 unsubscribe, 0 neither */
     bool tasks; /* MCP 2025-11-25 tasks: its answer's task ids are sealed */
+    /* ... to a 2026-07-28 upstream: its answers are put in 2025 form
+     * (tasks.h): the method, and the upstream's task id it names */
+    bool tasks26;
+    char method[16];
+    char *task_up;
     char *sub_uri;
 };
 
@@ -173,6 +178,8 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     }
     json_t *result = json_object_get(resp, "result");
     result = result ? json_deep_copy(result) : json_object();
+    if (lc->tasks26)
+        mcp_tasks25_from26(lc->u->m, lc->u, lc->method, lc->task_up, &result);
     /* what 2026-07-28 adds to a result means nothing to a 2025 client */
     mx_up26_legacy_result(result);
     if (lc->tasks && !mcp_tasks25_seal(lc->u->m, lc->u, lc->s->key, result)) {
@@ -212,6 +219,7 @@ static void lcall_clear(struct mx_call *c)
 {
     struct lcall *lc = lcall_of(c);
     ev_timer_stop(lc->u->m->loop, &lc->prime);
+    free(lc->task_up);
     free(lc->sub_uri);
     free(lc);
 }
@@ -288,7 +296,17 @@ static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, 
     lc->s = s;
     lc->u = u;
     lc->sub_op = sub_op;
-    lc->tasks = mcp_tasks25_involved(json_string_value(json_object_get(upmsg, "method")), upmsg);
+    const char *method = json_string_value(json_object_get(upmsg, "method"));
+    lc->tasks = mcp_tasks25_involved(method, upmsg);
+    if (lc->tasks && mcp_tasks_modern(u)) {
+        const char *tid =
+            json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
+        lc->tasks26 = true;
+        snprintf(lc->method, sizeof(lc->method), "%s", method);
+        lc->task_up = tid ? mx_xstrdup(tid) : NULL;
+        mcp_tasks25_declare(upmsg, s);
+        text = NULL;
+    }
     ev_timer_init(&lc->prime, prime_cb, PRIME_AFTER_S, 0.0);
     if (mx_session_primes(s) && c->req && !mx_batch_is_element(c->req))
         ev_timer_start(m->loop, &lc->prime);
@@ -715,21 +733,39 @@ static void route_scoped(struct mx_mcp *m, struct mx_session *s, struct mx_call 
 }
 
 /* MCP 2025-11-25 tasks: a request naming a task goes to the upstream its
- * sealed id names, with that upstream's own id. */
-static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
-                       struct mx_mcpup *scope)
+ * sealed id names, with that upstream's own id, once the revision the
+ * upstream speaks is known (|may_wait|: it may be learnt first). */
+static void route_task_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                          struct mx_mcpup *scope, bool may_wait);
+
+static void route_task_then(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                            struct mx_mcpup *scope)
+{
+    route_task_as(m, s, c, msg, scope, false);
+}
+
+static void route_task_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                          struct mx_mcpup *scope, bool may_wait)
 {
     json_t *upmsg = NULL;
     struct mx_mcpup *u = mcp_tasks25_route(m, c, msg, scope, &upmsg);
     if (u == NULL)
         return;
-    json_t *known = mcp_tasks_known(m, u, msg);
+    if (may_wait && mcp_tasks_await_era(m, s, c, u, msg, scope, route_task_then)) {
+        json_decref(upmsg);
+        return;
+    }
+    json_t *known = mcp_tasks_known(m, u, msg, false);
     if (known) {
         json_decref(upmsg);
         mx_call_result(c, known);
-        return;
+    } else if (mcp_tasks_modern(u) &&
+               strcmp(json_string_value(json_object_get(msg, "method")), "tasks/result") == 0) {
+        /* SEP-2663 has no tasks/result: the status is followed to the end */
+        mcp_tasks25_result_relay(m, s, c, u, upmsg);
+    } else {
+        route_as(m, s, c, u, upmsg, NULL, 0, NULL);
     }
-    route_as(m, s, c, u, upmsg, NULL, 0, NULL);
 }
 
 /* tasks/list at /mcp and /mcp/<server>: the session's own tasks, from the
@@ -737,14 +773,12 @@ static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c
 static void route_task_list(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
                             struct mx_mcpup *scope)
 {
-    json_t *caps = scope ? json_object_get(json_object_get(scope->init, "capabilities"), "tasks")
-                         : mcp_tasks25_caps(m);
-    if (!json_is_object(caps)) {
+    json_t *caps = mcp_tasks25_caps(m, scope);
+    if (caps == NULL) {
         mx_call_error(c, 200, MX_RPC_METHOD_NOT_FOUND, "Method not found: tasks/list", NULL);
         return;
     }
-    if (scope == NULL)
-        json_decref(caps);
+    json_decref(caps);
     mx_call_result(c, mcp_tasks25_list(m, scope, s->key));
 }
 
@@ -772,7 +806,7 @@ static void dispatch_request(struct mx_mcp *m, struct mx_session *s, struct mx_c
         mx_call_error(c, 400, MX_RPC_INVALID_REQUEST,
                       "Invalid Request: the session is already initialized", NULL);
     } else if (mcp_tasks25_by_id(method)) {
-        route_task(m, s, c, msg, scope);
+        route_task_as(m, s, c, msg, scope, true);
     } else if (strcmp(method, "tasks/list") == 0) {
         route_task_list(m, s, c, scope);
     } else if (scope) {

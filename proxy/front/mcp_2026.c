@@ -146,6 +146,11 @@ static void finish_result(json_t *result, bool cacheable, json_int_t ttl_ms)
     }
 }
 
+void mcp_modern_finish(json_t *result)
+{
+    finish_result(result, false, 0);
+}
+
 static int sse_send(struct mx_mcp *m, struct mx_req *req, const json_t *msg)
 {
     char *text = mx_rpc_dump(msg);
@@ -452,6 +457,8 @@ static json_t *mcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     json_t *result = json_object_get(resp, "result");
     json_t *out = json_is_object(result) ? json_deep_copy(result) : json_object();
     *is_error = false;
+    if (!mcp_tasks_modern(mc->u))
+        mcp_tasks26_from25(mc->method, &out);
     mcp_tasks_seal(mc->mm->m, mc->u, mc->method, out);
     finish_result(out, strcmp(mc->method, "resources/read") == 0, 0);
     return out;
@@ -589,6 +596,11 @@ static void call_start(struct mcp_modern *mm, struct mx_call *c, json_t *msg, st
     c->log_prefix = scope ? NULL : u->cfg->alias;
     mcall_attach(mc, msg);
     upstream_shape(upmsg);
+    /* a 2025 server's tool that runs only as a task */
+    if (strcmp(mc->method, "tools/call") == 0 &&
+        mcp_tasks26_wanted(
+            u, msg, json_string_value(json_object_get(json_object_get(upmsg, "params"), "name"))))
+        json_object_set_new(mx_rpc_own(upmsg, "params", true), "task", json_object());
     /* stateless clients share one upstream session; their ids never meet */
     struct upctx *via = mcp_up_session(u, NULL);
     mx_call_route(c, &via->v, u->idx, u->up, upmsg, NULL, mx_callhub_key(m->hub),
@@ -1248,6 +1260,44 @@ static const char *scoped_name(const char *method, json_t *params)
     return json_string_value(json_object_get(params, "name"));
 }
 
+/* A tasks/get, update or cancel: to the upstream the sealed id names, once
+ * the revision it speaks is known (|may_wait|: it may be learnt first). */
+static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                       struct mx_mcpup *scope, bool may_wait);
+
+static void route_task_then(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                            struct mx_mcpup *scope)
+{
+    route_task(m, s, c, msg, scope, false);
+}
+
+static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
+                       struct mx_mcpup *scope, bool may_wait)
+{
+    json_t *upmsg = NULL;
+    struct mx_mcpup *u = mcp_tasks_route(m, c, msg, scope, &upmsg);
+    if (u == NULL)
+        return;
+    if (may_wait && mcp_tasks_await_era(m, s, c, u, msg, scope, route_task_then)) {
+        json_decref(upmsg);
+        return;
+    }
+    json_t *known = mcp_tasks_known(m, u, msg, true);
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (known) {
+        json_decref(upmsg);
+        finish_result(known, false, 0);
+        mx_call_result(c, known);
+    } else if (!mcp_tasks_modern(u) && strcmp(method, "tasks/get") == 0) {
+        /* a 2025 server's task: its status, and its result once ended */
+        mcp_tasks26_get_relay(m, c, u, upmsg);
+    } else {
+        call_start(m->modern, c, msg, u, upmsg,
+                   json_string_value(json_object_get(json_object_get(msg, "params"), "taskId")),
+                   scope);
+    }
+}
+
 static void dispatch(struct mcp_modern *mm, struct mx_call *c, json_t *msg, bool may_wait,
                      struct mx_mcpup *scope)
 {
@@ -1268,17 +1318,7 @@ static void dispatch(struct mcp_modern *mm, struct mx_call *c, json_t *msg, bool
     } else if (strcmp(method, "subscriptions/listen") == 0) {
         listen_start(mm, c, msg, may_wait, scope);
     } else if (mcp_tasks_method(method)) {
-        json_t *upmsg = NULL;
-        struct mx_mcpup *u = mcp_tasks_route(mm->m, c, msg, scope, &upmsg);
-        json_t *known = u ? mcp_tasks_known(mm->m, u, msg) : NULL;
-        if (known) {
-            json_decref(upmsg);
-            finish_result(known, false, 0);
-            mx_call_result(c, known);
-        } else if (u)
-            call_start(mm, c, msg, u, upmsg,
-                       json_string_value(json_object_get(json_object_get(msg, "params"), "taskId")),
-                       scope);
+        route_task(mm->m, NULL, c, msg, scope, true);
     } else if (routed && scope) {
         route_scoped(mm, c, msg, scope, scoped_name(method, json_object_get(msg, "params")));
     } else if (strcmp(method, "tools/call") == 0) {

@@ -197,7 +197,7 @@ static void on_up_ready(struct mx_upsess *s, json_t *init, void *data)
         send_level(ctx, level);
 }
 
-static json_t *client_caps_for(const struct mx_session *owner)
+json_t *mcp_client_caps(const struct mx_session *owner)
 {
     /* What mcplex can pass on for a client. For a shared session every
      * client is behind it, so sampling and elicitation are offered and a
@@ -256,7 +256,7 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
     if (ctx->v.key == 0)
         ctx->v.key = ++u->m->ctx_keys;
     if (ctx->v.s == NULL) {
-        json_t *caps = client_caps_for(ctx->owner);
+        json_t *caps = mcp_client_caps(ctx->owner);
         ctx->v.s =
             u->m->ops->open(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
         json_decref(caps);
@@ -1690,7 +1690,7 @@ json_t *mcp_merged_caps(struct mx_mcp *m)
     /* logging/setLevel is answered here for every client */
     json_object_set_new(out, "logging", json_object());
     /* MCP 2025-11-25 tasks: listed here, the rest as the upstreams offer */
-    json_t *tasks = mcp_tasks25_caps(m);
+    json_t *tasks = mcp_tasks25_caps(m, NULL);
     if (tasks)
         json_object_set_new(out, "tasks", tasks);
     return out;

@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "front_int.h"
@@ -36,10 +37,20 @@ bool mcp_tasks_declared(const json_t *msg)
     return json_is_object(json_object_get(ext, MCP_TASKS_EXT));
 }
 
+/* The tasks capability of 2025-11-25 |u| (NULL: none). */
+static json_t *caps25(const struct mx_mcpup *u)
+{
+    return json_object_get(json_object_get(u->init, "capabilities"), "tasks");
+}
+
+/* Whether |u| runs tasks a 2026-07-28 client can reach: the extension, or
+ * a 2025 server's task-augmented tools/call (bridged, tasks.h). */
 static bool offers(const struct mx_mcpup *u)
 {
     json_t *ext = json_object_get(json_object_get(u->init, "capabilities"), "extensions");
-    return !u->up->retired && json_is_object(json_object_get(ext, MCP_TASKS_EXT));
+    json_t *tools = json_object_get(json_object_get(caps25(u), "requests"), "tools");
+    return !u->up->retired && (json_is_object(json_object_get(ext, MCP_TASKS_EXT)) ||
+                               json_is_object(json_object_get(tools, "call")));
 }
 
 /* The upstream the sealed params.taskId of |msg| names, as mcp_tasks_route
@@ -150,7 +161,7 @@ bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, uint64_t owner
     while (i < json_array_size(tasks)) {
         /* a task whose id cannot be sealed is left out: never shown raw */
         if (seal_in(m, u, json_array_get(tasks, i)))
-            mcp_tasks_note(m, u, json_array_get(tasks, i++), 0);
+            mcp_tasks_note(m, u, json_array_get(tasks, i++), 0, false);
         else
             json_array_remove(tasks, i);
     }
@@ -158,18 +169,23 @@ bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, uint64_t owner
         return false;
     /* a CreateTaskResult names its maker; a Task (tasks/get, cancel) is news */
     if (json_is_object(json_object_get(result, "task")))
-        mcp_tasks_note(m, u, json_object_get(result, "task"), owner);
+        mcp_tasks_note(m, u, json_object_get(result, "task"), owner, false);
     else if (json_is_string(json_object_get(result, "status")))
-        mcp_tasks_note(m, u, result, 0);
+        mcp_tasks_note(m, u, result, 0, false);
     return true;
 }
 
-json_t *mcp_tasks25_caps(struct mx_mcp *m)
+json_t *mcp_tasks25_caps(struct mx_mcp *m, const struct mx_mcpup *scope)
 {
     json_t *out = NULL;
+    /* what a 2026-07-28 server's extension gives a 2025 client (bridged) */
+    json_t *bridged =
+        json_pack("{s:{}, s:{}, s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call");
     for (size_t i = 0; i < m->up_cnt; i++) {
-        json_t *t = json_object_get(json_object_get(m->ups[i]->init, "capabilities"), "tasks");
-        if (!json_is_object(t) || m->ups[i]->up->retired)
+        json_t *t = caps25(m->ups[i]);
+        if (mcp_tasks_modern(m->ups[i]) && offers(m->ups[i]))
+            t = bridged;
+        if (!json_is_object(t) || m->ups[i]->up->retired || (scope && m->ups[i] != scope))
             continue;
         if (out == NULL)
             out = json_pack("{s:{}}", "list");
@@ -187,6 +203,7 @@ json_t *mcp_tasks25_caps(struct mx_mcp *m)
             json_object_update_missing(have, methods);
         }
     }
+    json_decref(bridged);
     return out;
 }
 
@@ -211,7 +228,7 @@ void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *meth
         return;
     }
     json_object_set_new(result, "taskId", json_string(text));
-    mcp_tasks_note(m, u, result, 0);
+    mcp_tasks_note(m, u, result, 0, true);
 }
 
 void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps)
@@ -243,6 +260,7 @@ struct booked {
     size_t bytes;
     ev_tstamp seen;
     ev_tstamp expires; /* 0: no ttl */
+    bool modern;       /* |task| is a 2026-07-28 one (else 2025-11-25) */
 };
 
 struct mcp_taskbook {
@@ -319,7 +337,8 @@ static bool terminal(const json_t *task)
                   strcmp(st, "cancelled") == 0);
 }
 
-void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner)
+void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner,
+                    bool modern)
 {
     struct mcp_taskbook *b = m->tasks;
     const char *id = json_string_value(json_object_get(task, "taskId"));
@@ -347,6 +366,7 @@ void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *ta
         json_decref(e->task);
     }
     e->task = json_deep_copy(task);
+    e->modern = modern;
     e->bytes = bytes;
     b->bytes += bytes;
     e->seen = now;
@@ -370,7 +390,7 @@ void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *ta
         drop(b, b->tail);
 }
 
-json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg)
+json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg, bool modern)
 {
     const char *method = json_string_value(json_object_get(msg, "method"));
     const char *id = json_string_value(json_object_get(json_object_get(msg, "params"), "taskId"));
@@ -378,7 +398,7 @@ json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t
         return NULL;
     ev_tstamp now = ev_now(m->loop);
     struct booked *e = find(m->tasks, id, now);
-    if (e == NULL || e->up != u->idx)
+    if (e == NULL || e->up != u->idx || e->modern != modern)
         return NULL;
     if (terminal(e->task) ||
         (mx_upstream_may_sleep(u->up, now) && now - e->seen <= MCP_TASKS_STALE_S))
@@ -396,7 +416,7 @@ json_t *mcp_tasks25_list(struct mx_mcp *m, const struct mx_mcpup *scope, uint64_
             drop(m->tasks, e);
             continue;
         }
-        if (e->owner == owner && (scope == NULL || scope->idx == e->up) &&
+        if (e->owner == owner && !e->modern && (scope == NULL || scope->idx == e->up) &&
             !m->ups[e->up]->up->retired)
             json_array_append(tasks, e->task);
     }
@@ -414,7 +434,7 @@ void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session 
         mcp_up_dropped(u, "notifications/tasks/status", "names no task");
         return;
     }
-    mcp_tasks_note(m, u, params, 0);
+    mcp_tasks_note(m, u, params, 0, false);
     struct booked *e =
         find(m->tasks, json_string_value(json_object_get(params, "taskId")), ev_now(m->loop));
     /* on a shared upstream session only the book knows whose task it is */
@@ -428,4 +448,438 @@ void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session 
                      "up:%s notifications/tasks/status of a task no client is known for",
                      u->cfg->name);
     json_decref(out);
+}
+
+/* ---- between eras ---- */
+
+/* Now as an ISO 8601 time in UTC with milliseconds. */
+static json_t *iso_now(void)
+{
+    struct timespec ts;
+    struct tm tm;
+    char buf[40];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, sizeof(buf) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+    return json_string(buf);
+}
+
+bool mcp_tasks_modern(const struct mx_mcpup *u)
+{
+    return u->env.era == MX_UPSESS_ERA_MODERN;
+}
+
+static void copy_members(json_t *to, const json_t *from, const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_object_get(from, keys[i]);
+        if (v)
+            json_object_set(to, keys[i], v);
+    }
+}
+
+static const char *const TASK_SAME[] = {"taskId", "status", "statusMessage", "createdAt",
+                                        "lastUpdatedAt"};
+#define TASK_SAME_CNT (sizeof(TASK_SAME) / sizeof(TASK_SAME[0]))
+
+/* A 2026-07-28 Task (SEP-2663: ttlMs, pollIntervalMs) as a 2025-11-25 one
+ * (ttl, null for none, and pollInterval). */
+static json_t *task25_of(const json_t *t26)
+{
+    json_t *t = json_object();
+    copy_members(t, t26, TASK_SAME, TASK_SAME_CNT);
+    json_t *ttl = json_object_get(t26, "ttlMs");
+    json_object_set_new(t, "ttl", json_is_integer(ttl) ? json_copy(ttl) : json_null());
+    json_t *poll = json_object_get(t26, "pollIntervalMs");
+    if (json_is_integer(poll))
+        json_object_set(t, "pollInterval", poll);
+    return t;
+}
+
+/* The reverse: a 2025-11-25 Task as a 2026-07-28 one. */
+static json_t *task26_of(const json_t *t25)
+{
+    json_t *t = json_object();
+    copy_members(t, t25, TASK_SAME, TASK_SAME_CNT);
+    json_t *ttl = json_object_get(t25, "ttl");
+    if (json_is_integer(ttl))
+        json_object_set(t, "ttlMs", ttl);
+    json_t *poll = json_object_get(t25, "pollInterval");
+    if (json_is_integer(poll))
+        json_object_set(t, "pollIntervalMs", poll);
+    return t;
+}
+
+void mcp_tasks25_declare(json_t *upmsg, const struct mx_session *s)
+{
+    json_t *caps = mcp_client_caps(s);
+    json_object_set_new(caps, "extensions", json_pack("{s:{}}", MCP_TASKS_EXT));
+    json_t *meta = mx_rpc_own(mx_rpc_own(upmsg, "params", true), "_meta", true);
+    json_object_set_new(meta, MX_REV_META_CAPS, caps);
+    /* SEP-2663: the server decides; a 2025 hint is tolerated, not needed */
+    json_object_del(json_object_get(upmsg, "params"), "task");
+}
+
+void mcp_tasks25_from26(struct mx_mcp *m, const struct mx_mcpup *u, const char *method,
+                        const char *up_id, json_t **result)
+{
+    json_t *r = *result;
+    const char *type = json_string_value(json_object_get(r, "resultType"));
+    json_t *out = NULL;
+    if (strcmp(method, "tools/call") == 0 && type && strcmp(type, "task") == 0) {
+        out = json_pack("{s:o}", "task", task25_of(r));
+    } else if (strcmp(method, "tasks/get") == 0) {
+        out = task25_of(r);
+    } else if (strcmp(method, "tasks/cancel") == 0 && up_id) {
+        /* SEP-2663 acknowledges a cancel; 2025-11-25 answers the Task: the
+         * last one heard of, cancelled unless it had ended */
+        char sealed[MX_TASKID_TEXT_MAX];
+        struct booked *e = NULL;
+        if (mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_cstr(up_id), m->task_key, sealed,
+                             sizeof(sealed)) >= 0)
+            e = find(m->tasks, sealed, ev_now(m->loop));
+        out = e && !e->modern ? json_deep_copy(e->task)
+                              : json_pack("{s:s, s:n}", "taskId", up_id, "ttl");
+        json_object_set_new(out, "taskId", json_string(up_id));
+        if (!terminal(out)) {
+            json_t *now = iso_now();
+            json_object_set_new(out, "status", json_string("cancelled"));
+            if (json_object_get(out, "createdAt") == NULL)
+                json_object_set(out, "createdAt", now);
+            json_object_set_new(out, "lastUpdatedAt", now);
+        }
+    }
+    if (out) {
+        json_decref(r);
+        *result = out;
+    }
+}
+
+bool mcp_tasks26_wanted(const struct mx_mcpup *u, const json_t *msg, const char *tool)
+{
+    if (mcp_tasks_modern(u) || tool == NULL || !mcp_tasks_declared(msg))
+        return false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(u->lists[MX_AGG_TOOLS], i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        if (name && strcmp(name, tool) == 0) {
+            const char *ts =
+                json_string_value(json_object_get(json_object_get(t, "execution"), "taskSupport"));
+            return ts && strcmp(ts, "required") == 0;
+        }
+    }
+    return false;
+}
+
+void mcp_tasks26_from25(const char *method, json_t **result)
+{
+    json_t *r = *result;
+    json_t *out = NULL;
+    if (strcmp(method, "tools/call") == 0 && json_is_object(json_object_get(r, "task"))) {
+        out = task26_of(json_object_get(r, "task"));
+        json_object_set_new(out, "resultType", json_string("task"));
+    } else if (strcmp(method, "tasks/cancel") == 0) {
+        out = json_object(); /* SEP-2663: an acknowledgement, no Task in it */
+    }
+    if (out) {
+        json_decref(r);
+        *result = out;
+    }
+}
+
+/*
+ * A task request one era asks and the other has no single request for,
+ * answered in steps of mcplex's own requests on the upstream session:
+ * - a 2025 client's tasks/result of a 2026-07-28 upstream's task (which
+ *   has no tasks/result): tasks/get every pollIntervalMs until the task
+ *   ends, then its result or error;
+ * - a 2026 client's tasks/get of a 2025 upstream's task: tasks/get, and
+ *   once the task has ended, tasks/result, inlined as SEP-2663 does.
+ * The client's call waits meanwhile (mx_call_wait): when it goes away, the
+ * steps stop.
+ */
+struct relay {
+    struct mx_mcp *m;
+    struct mx_mcpup *u;
+    struct upctx *ctx;
+    struct mx_call *c;
+    struct mx_uprpc *rpc;
+    ev_timer tick;
+    char *up_id;
+    char sealed[MX_TASKID_TEXT_MAX];
+    bool modern_client;
+    json_t *caps; /* to a 2026 upstream: the clientCapabilities each request declares */
+    json_t *task; /* from a 2025 upstream: its Task while the result is fetched */
+};
+
+#define RELAY_POLL_MIN_S 0.1
+#define RELAY_POLL_MAX_S 5.0
+
+static void relay_free(struct relay *r)
+{
+    ev_timer_stop(r->m->loop, &r->tick);
+    json_decref(r->caps);
+    json_decref(r->task);
+    free(r->up_id);
+    mx_call_release(r->c);
+    free(r);
+}
+
+static void relay_end(struct relay *r, json_t *payload, bool is_error)
+{
+    struct mx_call *c = r->c;
+    mx_call_hold(c);
+    mx_call_unwait(c);
+    if (r->modern_client && !is_error)
+        mcp_modern_finish(payload);
+    mx_call_reply(c, payload, is_error, 200);
+    json_decref(payload);
+    relay_free(r);
+    mx_call_release(c);
+}
+
+static void relay_error(struct relay *r, int code, const char *msg)
+{
+    relay_end(r, json_pack("{s:i, s:s}", "code", code, "message", msg), true);
+}
+
+static void relay_gone(struct mx_call *c, void *data)
+{
+    struct relay *r = data;
+    (void)c;
+    if (r->rpc)
+        r->m->ops->cancel(r->rpc);
+    relay_free(r);
+}
+
+static void relay_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                       void *data);
+
+static void relay_send(struct relay *r, const char *method)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, relay_done, NULL};
+    json_t *msg = json_pack("{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id",
+                            mcp_internal_id(r->m), "method", method, "params", "taskId", r->up_id);
+    if (r->caps)
+        json_object_set_new(json_object_get(msg, "params"), "_meta",
+                            json_pack("{s:O}", MX_REV_META_CAPS, r->caps));
+    int rc =
+        r->m->ops->request(r->ctx->v.s, msg, (long)r->u->cfg->request_timeout_ms, &cbs, r, &r->rpc);
+    json_decref(msg);
+    if (rc != 0) {
+        r->rpc = NULL;
+        relay_error(r, MX_RPC_INTERNAL_ERROR, "mcplex could not ask the server about this task");
+    }
+}
+
+static void relay_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct relay *r = mx_container_of(w, struct relay, tick);
+    (void)loop;
+    (void)revents;
+    relay_send(r, "tasks/get");
+}
+
+/* A 2025 client's tasks/result: the 2026 DetailedTask |t| of this round. */
+static void relay_step25(struct relay *r, const json_t *t)
+{
+    const char *st = json_string_value(json_object_get(t, "status"));
+    json_t *t25 = task25_of(t);
+    json_object_set_new(t25, "taskId", json_string(r->sealed));
+    mcp_tasks_note(r->m, r->u, t25, 0, false);
+    json_decref(t25);
+    if (st && strcmp(st, "completed") == 0) {
+        json_t *res = json_object_get(t, "result");
+        res = json_is_object(res) ? json_deep_copy(res) : json_object();
+        json_t *meta = mx_rpc_own(res, "_meta", true);
+        json_object_set_new(meta, RELATED_TASK, json_pack("{s:s}", "taskId", r->sealed));
+        relay_end(r, res, false);
+    } else if (st && strcmp(st, "failed") == 0) {
+        json_t *err = json_object_get(t, "error");
+        if (json_is_object(err))
+            relay_end(r, json_deep_copy(err), true);
+        else
+            relay_error(r, MX_RPC_INTERNAL_ERROR, "the task failed");
+    } else if (st && strcmp(st, "cancelled") == 0) {
+        relay_error(r, MX_RPC_INVALID_PARAMS, "the task was cancelled; it has no result");
+    } else if (st && strcmp(st, "input_required") == 0) {
+        relay_error(r, MX_RPC_INTERNAL_ERROR,
+                    "the task waits for input its server asks in MCP 2026-07-28 form, which "
+                    "mcplex does not carry to a 2025 client; answer it from a 2026-07-28 client");
+    } else {
+        json_t *poll = json_object_get(t, "pollIntervalMs");
+        double s = json_is_integer(poll) ? (double)json_integer_value(poll) / 1000.0 : 1.0;
+        s = s < RELAY_POLL_MIN_S ? RELAY_POLL_MIN_S : s > RELAY_POLL_MAX_S ? RELAY_POLL_MAX_S : s;
+        ev_timer_set(&r->tick, s, 0.0);
+        ev_timer_start(r->m->loop, &r->tick);
+    }
+}
+
+/* A 2026 client's tasks/get: the answer |resp| (result or error) of this
+ * round from the 2025 upstream. */
+static void relay_step26(struct relay *r, json_t *resp)
+{
+    json_t *result = json_object_get(resp, "result");
+    if (r->task == NULL) {
+        const char *st = json_string_value(json_object_get(result, "status"));
+        if (!json_is_object(result) || st == NULL) {
+            json_t *err = json_object_get(resp, "error");
+            if (json_is_object(err))
+                relay_end(r, json_deep_copy(err), true);
+            else
+                relay_error(r, MX_RPC_INTERNAL_ERROR, "the server's answer is not a task");
+            return;
+        }
+        r->task = task26_of(result);
+        if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) {
+            relay_send(r, "tasks/result");
+            return;
+        }
+    } else if (json_is_object(result)) {
+        json_t *res = json_deep_copy(result);
+        /* its related-task names the server's own id */
+        json_object_del(json_object_get(res, "_meta"), RELATED_TASK);
+        json_object_set_new(r->task, "result", res);
+    } else {
+        json_t *err = json_object_get(resp, "error");
+        json_object_set_new(r->task, "error",
+                            json_is_object(err)
+                                ? json_deep_copy(err)
+                                : json_pack("{s:i, s:s}", "code", MX_RPC_INTERNAL_ERROR, "message",
+                                            "the task failed"));
+    }
+    json_t *out = json_incref(r->task);
+    json_object_set_new(out, "taskId", json_string(r->sealed));
+    mcp_tasks_note(r->m, r->u, out, 0, true);
+    relay_end(r, out, false);
+}
+
+static void relay_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail, void *data)
+{
+    struct relay *r = data;
+    (void)rpc;
+    r->rpc = NULL;
+    if (resp == NULL) {
+        mcp_up_note_fail(r->u, fail);
+        relay_end(r, mx_upfail_error(r->u->cfg, fail), true);
+        return;
+    }
+    mcp_up_note_ok(r->u);
+    if (r->modern_client) {
+        relay_step26(r, resp);
+    } else if (json_is_object(json_object_get(resp, "error"))) {
+        relay_end(r, json_deep_copy(json_object_get(resp, "error")), true);
+    } else {
+        relay_step25(r, json_object_get(resp, "result"));
+    }
+}
+
+static void relay_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                        struct mx_mcpup *u, json_t *upmsg, bool modern_client)
+{
+    const char *id = json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
+    struct relay *r = mx_xcalloc(1, sizeof(*r));
+    r->m = m;
+    r->u = u;
+    r->c = c;
+    mx_call_hold(c);
+    r->modern_client = modern_client;
+    r->up_id = mx_xstrdup(id ? id : "");
+    ev_init(&r->tick, relay_tick);
+    if (mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_cstr(r->up_id), m->task_key, r->sealed,
+                         sizeof(r->sealed)) < 0)
+        r->sealed[0] = '\0';
+    if (!modern_client) {
+        r->caps = mcp_client_caps(s);
+        json_object_set_new(r->caps, "extensions", json_pack("{s:{}}", MCP_TASKS_EXT));
+    }
+    r->ctx = mcp_up_session(u, s);
+    json_decref(upmsg);
+    mx_call_wait(c, relay_gone, r);
+    relay_send(r, "tasks/get");
+}
+
+void mcp_tasks25_result_relay(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                              struct mx_mcpup *u, json_t *upmsg)
+{
+    relay_start(m, s, c, u, upmsg, false);
+}
+
+void mcp_tasks26_get_relay(struct mx_mcp *m, struct mx_call *c, struct mx_mcpup *u, json_t *upmsg)
+{
+    relay_start(m, NULL, c, u, upmsg, true);
+}
+
+/* ---- an upstream whose revision is not known yet ---- */
+
+struct erawait {
+    struct mx_mcp *m;
+    struct mx_session *s;
+    struct mx_mcpup *scope;
+    struct mx_call *c;
+    struct mx_uprpc *rpc;
+    json_t *msg;
+    mcp_tasks_then then;
+};
+
+static void erawait_free(struct erawait *w)
+{
+    json_decref(w->msg);
+    mx_call_release(w->c);
+    free(w);
+}
+
+static void erawait_gone(struct mx_call *c, void *data)
+{
+    struct erawait *w = data;
+    (void)c;
+    if (w->rpc)
+        w->m->ops->cancel(w->rpc);
+    erawait_free(w);
+}
+
+static void erawait_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
+                         void *data)
+{
+    struct erawait *w = data;
+    (void)rpc;
+    (void)resp;
+    (void)fail;
+    w->rpc = NULL;
+    struct mx_call *c = w->c;
+    mx_call_hold(c);
+    mx_call_unwait(c);
+    /* known now, or the request fails as it would have */
+    w->then(w->m, w->s, c, w->msg, w->scope);
+    erawait_free(w);
+    mx_call_release(c);
+}
+
+bool mcp_tasks_await_era(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                         struct mx_mcpup *u, json_t *msg, struct mx_mcpup *scope,
+                         mcp_tasks_then then)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, erawait_done, NULL};
+    if (u->env.era != MX_UPSESS_ERA_UNKNOWN)
+        return false;
+    struct erawait *w = mx_xcalloc(1, sizeof(*w));
+    w->m = m;
+    w->s = s;
+    w->scope = scope;
+    w->c = c;
+    w->msg = json_incref(msg);
+    w->then = then;
+    struct upctx *ctx = mcp_up_session(u, s);
+    /* no message: the session only made ready, which learns the revision */
+    if (m->ops->request(ctx->v.s, NULL, (long)u->cfg->request_timeout_ms, &cbs, w, &w->rpc) != 0) {
+        json_decref(w->msg);
+        free(w);
+        return false;
+    }
+    mx_call_hold(c);
+    mx_call_wait(c, erawait_gone, w);
+    return true;
 }

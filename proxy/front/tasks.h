@@ -90,34 +90,85 @@ void mcp_taskbook_free(struct mcp_taskbook *b);
 /* Slot |idx| was retired: its tasks are forgotten. */
 void mcp_taskbook_retired(struct mcp_taskbook *b, size_t idx);
 
-/* Note |task| (a Task object with its sealed taskId, borrowed) as |u|'s
- * latest word on it, made by client session |owner| (0: unknown, keeps the
- * one noted before). */
-void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner);
+/* Note |task| (a Task object with its sealed taskId, borrowed; a 2026-07-28
+ * one when |modern|, else 2025-11-25) as |u|'s latest word on it, made by
+ * client session |owner| (0: unknown, keeps the one noted before). */
+void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner,
+                    bool modern);
 
 /*
  * The answer to task request |msg| (routed to |u|) from the book, or NULL
  * when it must go to the upstream. Only tasks/get is answered here: a task
  * in a terminal status always (it never changes again), a running one
  * only while |u| may be asleep (mx_upstream_may_sleep) and its status is
- * at most MCP_TASKS_STALE_S old. A new reference.
+ * at most MCP_TASKS_STALE_S old; |modern|: a 2026-07-28 client's request,
+ * answered only with what such a client was told. A new reference.
  */
-json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg);
+json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg, bool modern);
 
 /* A 2025 tasks/list result: the tasks client session |owner| made, of
  * |scope| (NULL: every upstream), most recently heard of first, each with
  * the status last heard. A new reference. */
 json_t *mcp_tasks25_list(struct mx_mcp *m, const struct mx_mcpup *scope, uint64_t owner);
 
-/* MCP 2025-11-25 tasks: the capability of /mcp, as mcplex offers it: list
- * (answered here), cancel and the task-augmented requests when an
- * upstream offers them; NULL when none offers tasks. A new reference. */
-json_t *mcp_tasks25_caps(struct mx_mcp *m);
+/* MCP 2025-11-25 tasks: the capability of /mcp (|scope| NULL) or
+ * /mcp/<server>, as mcplex offers it: list (answered here), cancel and the
+ * task-augmented requests when an upstream in view offers them (a
+ * 2026-07-28 one through the extension, bridged); NULL when none does. A
+ * new reference. */
+json_t *mcp_tasks25_caps(struct mx_mcp *m, const struct mx_mcpup *scope);
 
 /* notifications/tasks/status |msg| from |u| (borrowed), heard on an
  * upstream session of client session |session| (NULL: shared): noted, and
  * passed on with the sealed id to the client session that made the task. */
 void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session *session,
                         const json_t *msg);
+
+/*
+ * Tasks between eras: a client of one revision and a task on an upstream
+ * of the other. Toward a 2026-07-28 upstream a 2025 client's task requests
+ * declare the extension with the session's capabilities, and the answers
+ * are put in 2025-11-25 form; toward a 2025 upstream a 2026 client's call
+ * of a tool that requires a task carries params.task, and the answers are
+ * put in SEP-2663 form. What one era asks in one request and the other in
+ * several is relayed in steps (tasks.c).
+ */
+/* Whether |u| speaks 2026-07-28. */
+bool mcp_tasks_modern(const struct mx_mcpup *u);
+/* 2025 session |s|'s task request |upmsg| to a 2026-07-28 upstream:
+ * declares the extension (and drops the 2025 params.task hint). */
+void mcp_tasks25_declare(json_t *upmsg, const struct mx_session *s);
+/* The 2026-07-28 |*result| (replaced) of 2025 request |method| (its task
+ * id upstream |up_id| for tasks/cancel, may be NULL) as 2025-11-25 says it:
+ * a CreateTaskResult, a Task; a cancel's acknowledgement becomes the Task. */
+void mcp_tasks25_from26(struct mx_mcp *m, const struct mx_mcpup *u, const char *method,
+                        const char *up_id, json_t **result);
+/* Whether a 2026 client's tools/call |msg| of |tool| (|u|'s own name) on a
+ * 2025 upstream |u| goes as a task: the client declared the extension and
+ * the tool requires one (execution.taskSupport). */
+bool mcp_tasks26_wanted(const struct mx_mcpup *u, const json_t *msg, const char *tool);
+/* The 2025 |*result| (replaced) of 2026 request |method| as SEP-2663 says
+ * it: a flat CreateTaskResult, a cancel's acknowledgement. */
+void mcp_tasks26_from25(const char *method, json_t **result);
+/* A 2025 session |s|'s tasks/result of a task on 2026-07-28 |u|, and a 2026
+ * client's tasks/get of a task on a 2025 |u|: answered in steps. |upmsg|
+ * (owned) carries the upstream's task id. */
+void mcp_tasks25_result_relay(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                              struct mx_mcpup *u, json_t *upmsg);
+void mcp_tasks26_get_relay(struct mx_mcp *m, struct mx_call *c, struct mx_mcpup *u, json_t *upmsg);
+
+/*
+ * Which revision |u| speaks decides how a task request goes, and it is
+ * learnt on first contact (after a restart, say). While it is unknown the
+ * upstream session of client session |s| (NULL: stateless) is made ready
+ * first, call |c| waiting; then |then| runs with the same arguments (its
+ * revision known, or the contact failed: it must not wait again). Returns
+ * false, doing nothing, when the revision is known.
+ */
+typedef void (*mcp_tasks_then)(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                               json_t *msg, struct mx_mcpup *scope);
+bool mcp_tasks_await_era(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                         struct mx_mcpup *u, json_t *msg, struct mx_mcpup *scope,
+                         mcp_tasks_then then);
 
 #endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tasks between MCP eras through /mcp, one mcplex in front of a server of
+ * each revision:
+ * - a 2025-11-25 client (the official SDK's experimental tasks) runs a task
+ *   on sandbox-sim --conformance --modern-only, which speaks 2026-07-28
+ *   alone (the tasks extension, SEP-2663, with no tasks/result): created,
+ *   followed to "completed", its result fetched (mcplex follows the status
+ *   for tasks/result), listed, a second one cancelled (the acknowledgement
+ *   becomes the cancelled Task), a made-up id refused;
+ * - a 2026-07-28 client runs server-everything's simulate-research-query,
+ *   a tool that exists only as a 2025-11-25 task: mcplex calls it as one,
+ *   the client gets a SEP-2663 CreateTaskResult and follows tasks/get to
+ *   "completed" with the result inlined; a second is cancelled with the
+ *   acknowledgement SEP-2663 asks for.
+ * The ids the clients see are mcplex's sealed ones, never a server's.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "alloc.h"
+#include "harness.h"
+
+#define TASKS_CAPS "{\"extensions\":{\"io.modelcontextprotocol/tasks\":{}}}"
+
+struct world {
+    char token[MX_IT_CANARY_SIZE];
+    char *base;
+};
+
+static void world_start(struct world *w)
+{
+    int sim_port, ev_port;
+    mx_it_canary(w->token, sizeof(w->token));
+    const char *args[] = {"--conformance", "--modern-only", "--name", "sim26", NULL};
+    assert_true(mx_it_start_sim("sim26", w->token, args, &sim_port) > 0);
+    assert_true(mx_it_start_everything(w->token, &ev_port) > 0);
+    char *secret = mx_it_secret_file("up.secret", w->token);
+    int port = mx_it_free_port();
+    char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
+                             "[servers.sim26]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "secret = \"file:%s\"\n"
+                             "[servers.everything]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
+                             "auth = \"bearer\"\nsecret = \"file:%s\"\n",
+                             port, sim_port, secret, ev_port, secret);
+    char *cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
+    assert_true(mx_it_start_mcplex(cfg_path, port) > 0);
+    w->base = mx_xasprintf("http://127.0.0.1:%d", port);
+    free(cfg_path);
+    free(cfg);
+    free(secret);
+}
+
+static void world_end(struct world *w)
+{
+    char *log = mx_it_path("mcplex.log");
+    const char *files[] = {log, NULL};
+    const char *canaries[] = {w->token};
+    assert_int_equal(mx_it_canary_hits(files, canaries, 1), 0);
+    free(log);
+    free(w->base);
+}
+
+/* The servers' own task ids are hex (with dashes for a UUID); mcplex's
+ * sealed ones are base64url and longer. */
+static void assert_sealed(const char *id)
+{
+    assert_non_null(id);
+    assert_true(strlen(id) > 40);
+    assert_true(strspn(id, "0123456789abcdef-") != strlen(id));
+}
+
+static void test_client25_on_server26(void **state)
+{
+    struct world w;
+    (void)state;
+    world_start(&w);
+    char *url = mx_xasprintf("%s/mcp", w.base);
+    json_t *out = mx_it_client_ok(
+        url, "task",
+        "{\"name\":\"slow_compute\",\"arguments\":{\"seconds\":1,\"label\":\"tide\"}}");
+    json_t *task = json_object_get(out, "task");
+    if (!json_is_null(json_object_get(task, "error")))
+        fail_msg("the task failed: %s", json_dumps(json_object_get(task, "error"), 0));
+    const char *id = json_string_value(json_object_get(task, "created"));
+    assert_sealed(id);
+    size_t n = json_array_size(json_object_get(task, "statuses"));
+    assert_true(n >= 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(task, "statuses"), n - 1), "status")),
+                        "completed");
+    json_t *result = json_object_get(task, "result");
+    assert_string_equal(mx_it_first_text(result), "Computed tide in 1 s");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_object_get(result, "_meta"),
+                                                          "io.modelcontextprotocol/related-task"),
+                                          "taskId")),
+        id);
+    /* tasks/get in 2025 form: ttl and pollInterval, no inlined result */
+    json_t *got = json_object_get(out, "get");
+    assert_string_equal(json_string_value(json_object_get(got, "taskId")), id);
+    assert_string_equal(json_string_value(json_object_get(got, "status")), "completed");
+    assert_true(json_is_integer(json_object_get(got, "ttl")));
+    assert_null(json_object_get(got, "ttlMs"));
+    assert_null(json_object_get(got, "result"));
+    json_t *tasks = json_object_get(json_object_get(out, "list"), "tasks");
+    assert_int_equal(json_array_size(tasks), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tasks, 0), "taskId")), id);
+    /* SEP-2663 acknowledges a cancel; the 2025 client gets the Task */
+    json_t *cancelled = json_object_get(out, "cancel");
+    if (json_object_get(cancelled, "error"))
+        fail_msg("tasks/cancel failed: %s", json_dumps(cancelled, 0));
+    assert_sealed(json_string_value(json_object_get(cancelled, "taskId")));
+    assert_string_equal(json_string_value(json_object_get(cancelled, "status")), "cancelled");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(out, "forged"), "error"), "code")),
+                     -32602);
+    json_decref(out);
+    free(url);
+    world_end(&w);
+    mx_it_pass();
+}
+
+static json_t *get26(const struct world *w, const char *id, struct mx_it_answer *a)
+{
+    char *params = mx_xasprintf("\"taskId\":\"%s\"", id);
+    mx_it_post26(w->base, "/mcp", "tasks/get", id, params, TASKS_CAPS, NULL, NULL, NULL, a);
+    free(params);
+    return mx_it_result(a);
+}
+
+static void test_client26_on_server25(void **state)
+{
+    struct world w;
+    (void)state;
+    world_start(&w);
+    struct mx_it_answer a;
+    /* a tool that runs only as a task, on a 2025-11-25 server */
+    mx_it_post26(w.base, "/mcp", "tools/call", "simulate-research-query",
+                 "\"name\":\"simulate-research-query\",\"arguments\":{\"topic\":\"tides\"}",
+                 TASKS_CAPS, NULL, NULL, NULL, &a);
+    json_t *created = mx_it_result(&a);
+    assert_string_equal(json_string_value(json_object_get(created, "resultType")), "task");
+    char *id = mx_xstrdup(json_string_value(json_object_get(created, "taskId")));
+    assert_sealed(id);
+    assert_non_null(json_object_get(created, "ttlMs"));
+    assert_null(json_object_get(created, "task"));
+    mx_it_answer_clear(&a);
+
+    /* followed to its end: the result inlined, as SEP-2663 has it */
+    const char *status = NULL;
+    json_t *t = NULL;
+    for (int i = 0; i < 60; i++) {
+        mx_it_answer_clear(&a);
+        t = get26(&w, id, &a);
+        status = json_string_value(json_object_get(t, "status"));
+        assert_non_null(status);
+        if (strcmp(status, "working") != 0)
+            break;
+        usleep(250 * 1000);
+    }
+    assert_string_equal(status, "completed");
+    mx_it_assert_modern_result(t, false);
+    assert_string_equal(json_string_value(json_object_get(t, "taskId")), id);
+    const char *text = mx_it_first_text(json_object_get(t, "result"));
+    assert_non_null(text);
+    assert_non_null(strstr(text, "Research Report: tides"));
+    /* nothing names the server's own id */
+    assert_null(json_object_get(json_object_get(json_object_get(t, "result"), "_meta"),
+                                "io.modelcontextprotocol/related-task"));
+    mx_it_answer_clear(&a);
+
+    /* a second, cancelled: an acknowledgement, then the Task says so */
+    mx_it_post26(w.base, "/mcp", "tools/call", "simulate-research-query",
+                 "\"name\":\"simulate-research-query\",\"arguments\":{\"topic\":\"ebb\"}",
+                 TASKS_CAPS, NULL, NULL, NULL, &a);
+    char *id2 = mx_xstrdup(json_string_value(json_object_get(mx_it_result(&a), "taskId")));
+    mx_it_answer_clear(&a);
+    char *params = mx_xasprintf("\"taskId\":\"%s\"", id2);
+    mx_it_post26(w.base, "/mcp", "tasks/cancel", id2, params, TASKS_CAPS, NULL, NULL, NULL, &a);
+    json_t *ack = mx_it_result(&a);
+    mx_it_assert_modern_result(ack, false);
+    assert_null(json_object_get(ack, "taskId"));
+    assert_null(json_object_get(ack, "status"));
+    mx_it_answer_clear(&a);
+    t = get26(&w, id2, &a);
+    assert_string_equal(json_string_value(json_object_get(t, "status")), "cancelled");
+    mx_it_answer_clear(&a);
+    free(params);
+    free(id2);
+    free(id);
+    world_end(&w);
+    mx_it_pass();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_client25_on_server26, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_client26_on_server25, mx_it_setup, mx_it_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
