@@ -1719,8 +1719,7 @@ json_t *mcp_merged_instructions(struct mx_mcp *m)
  * upstream restarted); resources.subscribe as the upstream says. */
 json_t *mcp_scope_caps(const struct mx_mcpup *u)
 {
-    static const char *const keys[] = {"tools",       "prompts", "resources",
-                                       "completions", "logging", "tasks"};
+    static const char *const keys[] = {"tools", "prompts", "resources", "completions", "logging"};
     json_t *caps = json_object_get(u->init, "capabilities");
     json_t *out = json_object();
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -1732,6 +1731,10 @@ json_t *mcp_scope_caps(const struct mx_mcpup *u)
             json_object_set_new(c, "listChanged", json_true());
         json_object_set_new(out, keys[i], c);
     }
+    /* MCP 2025-11-25 tasks as mcplex offers them (tasks/list is its own) */
+    json_t *tasks = mcp_tasks25_caps(u->m, u);
+    if (tasks)
+        json_object_set_new(out, "tasks", tasks);
     return out;
 }
 

@@ -207,6 +207,8 @@ json_t *mcp_tasks25_caps(struct mx_mcp *m, const struct mx_mcpup *scope)
     return out;
 }
 
+static bool terminal(const json_t *task);
+
 void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *method, json_t *result)
 {
     json_t *id = json_object_get(result, "taskId");
@@ -228,12 +230,16 @@ void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *meth
         return;
     }
     json_object_set_new(result, "taskId", json_string(text));
-    mcp_tasks_note(m, u, result, 0, true);
+    /* a task created ended carries no result: only tasks/get says it */
+    if (strcmp(method, "tasks/get") == 0 || !terminal(result))
+        mcp_tasks_note(m, u, result, 0, true);
 }
 
 void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps)
 {
     bool any = false;
+    /* SEP-2663: never the 2025-11-25 slot */
+    json_object_del(caps, "tasks");
     for (size_t i = 0; i < m->up_cnt && !any; i++) {
         if (scope == NULL || m->ups[i] == scope)
             any = offers(m->ups[i]);
@@ -366,6 +372,8 @@ void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *ta
         json_decref(e->task);
     }
     e->task = json_deep_copy(task);
+    /* "task" of a creation, "complete" of a tasks/get: the answer says */
+    json_object_del(e->task, "resultType");
     e->modern = modern;
     e->bytes = bytes;
     b->bytes += bytes;

@@ -64,7 +64,8 @@ struct mx_mcpup *mcp_tasks25_route(struct mx_mcp *m, struct mx_call *c, const js
 bool mcp_tasks25_seal(struct mx_mcp *m, const struct mx_mcpup *u, uint64_t owner, json_t *result);
 
 /* Add the extension to |caps| (server/discover) when an upstream in |scope|
- * (NULL: all) offers it. */
+ * (NULL: all) offers it (or runs 2025 tasks a 2026 client reaches bridged);
+ * the 2025-11-25 capabilities.tasks slot is taken out. */
 void mcp_tasks_caps(struct mx_mcp *m, const struct mx_mcpup *scope, json_t *caps);
 
 /*
