@@ -276,6 +276,10 @@ double mcp_scope_wait_s(const struct mx_mcpup *u);
 /* A number that changes whenever |u|'s list |k| does (resources with their
  * templates): what a scoped client was last told about. */
 uint32_t mcp_scope_gen(const struct mx_mcpup *u, int k);
+/* Follow task |up_id| of 2026-07-28 upstream |u| on its shared session's
+ * listen stream (|on|), or stop: its notifications/tasks come to
+ * mcp_up_unsolicited. */
+void mcp_up_task_watch(struct mx_mcpup *u, bool on, const char *up_id);
 /* resources/subscribe or unsubscribe (|method|) of |uri| by mcplex itself
  * on |u|'s shared session, answer dropped. */
 void mcp_up_subscribe(struct mx_mcpup *u, const char *method, const char *uri);
@@ -386,5 +390,8 @@ void mcp_modern_retired(struct mx_mcp *m, size_t idx);
 /* What every 2026-07-28 result carries (resultType, serverInfo), added to
  * a result mcplex makes itself. */
 void mcp_modern_finish(json_t *result);
+/* A task's status (a SEP-2663 Task with the sealed taskId, borrowed) for
+ * the listen streams that follow it (their taskIds). */
+void mcp_modern_task_status(struct mx_mcp *m, const json_t *task);
 
 #endif

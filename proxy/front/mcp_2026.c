@@ -34,16 +34,17 @@
 
 #define SUBSYS SUBSYS_MCP
 
-#define SSE_OUT_CAP     (16u * 1024 * 1024)
-#define MRTR_WAIT_MAX_S 60.0 /* a parked upstream call waits this long at most for the retry */
-#define MRTR_MAX_ROUNDS 16   /* input_required results for one call */
-#define MRTR_MAX_ASKED  16   /* open questions of one call */
-#define MAX_CALLS       1024 /* modern calls running or parked */
-#define MAX_LISTENS     256
-#define KEEPALIVE_S     15.0
-#define MAX_LISTEN_URIS 64 /* resourceSubscriptions honoured per listen stream */
-#define STATE_KEY_LEN   32
-#define HANDLE_LEN      32 /* hex of 128 random bits */
+#define SSE_OUT_CAP      (16u * 1024 * 1024)
+#define MRTR_WAIT_MAX_S  60.0 /* a parked upstream call waits this long at most for the retry */
+#define MRTR_MAX_ROUNDS  16   /* input_required results for one call */
+#define MRTR_MAX_ASKED   16   /* open questions of one call */
+#define MAX_CALLS        1024 /* modern calls running or parked */
+#define MAX_LISTENS      256
+#define KEEPALIVE_S      15.0
+#define MAX_LISTEN_URIS  64 /* resourceSubscriptions honoured per listen stream */
+#define MAX_LISTEN_TASKS 64 /* taskIds (SEP-2663) honoured per listen stream */
+#define STATE_KEY_LEN    32
+#define HANDLE_LEN       32 /* hex of 128 random bits */
 
 /* A wait's |what| (mcp_wait_new), besides a list kind. */
 #define F_DISCOVER (-1)
@@ -60,6 +61,7 @@ struct mcp_modern {
     struct listen *listens;
     size_t listen_cnt;
     struct rsub *rsubs; /* resources the shared upstream sessions are subscribed to */
+    struct tsub *tsubs; /* tasks 2026-07-28 upstreams' listen streams follow */
 };
 
 /* What a routed modern call keeps besides the core's (its view data). */
@@ -93,6 +95,15 @@ struct rsub {
     size_t refs;
 };
 
+/* A task of a 2026-07-28 upstream that listen streams follow: followed on
+ * its shared session's listen stream once. */
+struct tsub {
+    struct tsub *next;
+    size_t up;
+    char *up_id;
+    size_t refs;
+};
+
 /* A subscriptions/listen stream. */
 struct listen {
     struct mcp_modern *mm;
@@ -104,6 +115,9 @@ struct listen {
     bool want[MX_AGG_KIND_CNT];
     struct rsub **subs; /* the honoured resourceSubscriptions */
     size_t sub_cnt;
+    json_t *task_ids;    /* the honoured taskIds, sealed */
+    struct tsub **tsubs; /* those of 2026-07-28 upstreams */
+    size_t tsub_cnt;
     ev_timer keepalive;
 };
 
@@ -1004,6 +1018,41 @@ size_t mcp_modern_subscribed(struct mx_mcp *m, size_t up, const char *uri)
     return 0;
 }
 
+static struct tsub *tsub_ref(struct mcp_modern *mm, struct mx_mcpup *u, const char *up_id)
+{
+    for (struct tsub *t = mm->tsubs; t; t = t->next) {
+        if (t->up == u->idx && strcmp(t->up_id, up_id) == 0) {
+            t->refs++;
+            return t;
+        }
+    }
+    struct tsub *t = mx_xcalloc(1, sizeof(*t));
+    t->up = u->idx;
+    t->up_id = mx_xstrdup(up_id);
+    t->refs = 1;
+    t->next = mm->tsubs;
+    mm->tsubs = t;
+    mcp_up_task_watch(u, true, up_id);
+    return t;
+}
+
+static void tsub_unref(struct mcp_modern *mm, struct tsub *t)
+{
+    if (--t->refs > 0)
+        return;
+    for (struct tsub **pp = &mm->tsubs; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    struct mx_mcpup *u = up_at(mm->m, t->up);
+    if (!mm->m->shutting_down && !u->up->retired)
+        mcp_up_task_watch(u, false, t->up_id);
+    free(t->up_id);
+    free(t);
+}
+
 static void listen_free(struct listen *l)
 {
     struct mcp_modern *mm = l->mm;
@@ -1011,6 +1060,10 @@ static void listen_free(struct listen *l)
     for (size_t i = 0; i < l->sub_cnt; i++)
         rsub_unref(mm, l->subs[i]);
     free(l->subs);
+    for (size_t i = 0; i < l->tsub_cnt; i++)
+        tsub_unref(mm, l->tsubs[i]);
+    free(l->tsubs);
+    json_decref(l->task_ids);
     for (struct listen **pp = &mm->listens; *pp; pp = &(*pp)->next) {
         if (*pp == l) {
             *pp = l->next;
@@ -1161,6 +1214,25 @@ static void listen_start(struct mcp_modern *mm, struct mx_call *c, json_t *msg, 
     if (json_array_size(kept))
         json_object_set(honoured, "resourceSubscriptions", kept);
     json_decref(kept);
+    /* SEP-2663: the tasks it follows, by their sealed ids; a 2026-07-28
+     * upstream's on its own listen stream, a 2025 one's status
+     * notifications come anyway */
+    l->task_ids = json_array();
+    l->tsubs = mx_xcalloc(MAX_LISTEN_TASKS, sizeof(*l->tsubs));
+    json_array_foreach(json_object_get(filter, "taskIds"), i, v)
+    {
+        struct mx_taskid t;
+        struct mx_mcpup *u = json_array_size(l->task_ids) < MAX_LISTEN_TASKS
+                                 ? mcp_tasks_upstream(m, json_string_value(v), scope, &t)
+                                 : NULL;
+        if (u == NULL)
+            continue;
+        json_array_append(l->task_ids, v);
+        if (mcp_tasks_modern(u))
+            l->tsubs[l->tsub_cnt++] = tsub_ref(mm, u, t.up);
+    }
+    if (json_array_size(l->task_ids))
+        json_object_set(honoured, "taskIds", l->task_ids);
     if (!listen_send(l, "notifications/subscriptions/acknowledged",
                      json_pack("{s:o}", "notifications", honoured)))
         return;
@@ -1192,6 +1264,27 @@ void mcp_modern_announce(struct mx_mcp *m, const bool *changed)
             }
             if (now && l->want[k] && !listen_send(l, methods[k], json_object()))
                 break;
+        }
+    }
+}
+
+void mcp_modern_task_status(struct mx_mcp *m, const json_t *task)
+{
+    struct mcp_modern *mm = m->modern;
+    const char *id = json_string_value(json_object_get(task, "taskId"));
+    if (mm == NULL || id == NULL)
+        return;
+    struct listen *next;
+    for (struct listen *l = mm->listens; l; l = next) {
+        next = l->next;
+        size_t i;
+        json_t *v;
+        json_array_foreach(l->task_ids, i, v)
+        {
+            if (strcmp(json_string_value(v), id) == 0) {
+                listen_send(l, "notifications/tasks", json_deep_copy(task));
+                break;
+            }
         }
     }
 }

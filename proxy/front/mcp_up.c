@@ -1358,6 +1358,8 @@ void mcp_up_unsolicited(struct upctx *ctx, uint64_t key, json_t *msg)
         cancelled(ctx, key, msg);
     } else if (strcmp(method, "notifications/tasks/status") == 0) {
         mcp_tasks25_status(u->m, u, ctx->owner, msg);
+    } else if (strcmp(method, "notifications/tasks") == 0) {
+        mcp_tasks26_status(u->m, u, msg);
     } else {
         mx_log_debug(SUBSYS, "up:%s %s not passed on", u->cfg->name, method);
     }
@@ -2009,6 +2011,18 @@ static void on_sub_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfa
 }
 
 /* MCP 2025-06-18, Resources: the 2025 way to hear notifications/resources/updated. */
+void mcp_up_task_watch(struct mx_mcpup *u, bool on, const char *up_id)
+{
+    static const struct mx_uprpc_cbs cbs = {NULL, on_sub_done, NULL};
+    struct mx_uprpc *rpc;
+    struct upctx *ctx = mcp_up_session(u, NULL);
+    json_t *msg = json_pack(
+        "{s:s, s:o, s:s, s:{s:s}}", "jsonrpc", "2.0", "id", mcp_internal_id(u->m), "method",
+        on ? MX_UP26_TASK_WATCH : MX_UP26_TASK_UNWATCH, "params", "taskId", up_id);
+    u->m->ops->request(ctx->v.s, msg, (long)u->cfg->request_timeout_ms, &cbs, NULL, &rpc);
+    json_decref(msg);
+}
+
 void mcp_up_subscribe(struct mx_mcpup *u, const char *method, const char *uri)
 {
     static const struct mx_uprpc_cbs cbs = {NULL, on_sub_done, NULL};

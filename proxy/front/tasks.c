@@ -96,6 +96,19 @@ static struct mx_mcpup *route_id(struct mx_mcp *m, struct mx_call *c, const json
     return u;
 }
 
+struct mx_mcpup *mcp_tasks_upstream(struct mx_mcp *m, const char *id, const struct mx_mcpup *scope,
+                                    struct mx_taskid *t)
+{
+    if (id == NULL || mx_taskid_decode(mx_str_cstr(id), m->task_key, t) != 0)
+        return NULL;
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        struct mx_mcpup *u = m->ups[i];
+        if (strcmp(u->cfg->alias, t->alias) == 0 && !u->up->retired)
+            return scope == NULL || scope == u ? u : NULL;
+    }
+    return NULL;
+}
+
 struct mx_mcpup *mcp_tasks_route(struct mx_mcp *m, struct mx_call *c, const json_t *msg,
                                  struct mx_mcpup *scope, json_t **upmsg)
 {
@@ -431,6 +444,8 @@ json_t *mcp_tasks25_list(struct mx_mcp *m, const struct mx_mcpup *scope, uint64_
     return json_pack("{s:o}", "tasks", tasks);
 }
 
+static json_t *task26_of(const json_t *t25);
+
 void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session *session,
                         const json_t *msg)
 {
@@ -451,11 +466,28 @@ void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session 
         s = mx_session_by_key(m->sessions, e->owner);
     if (s && s->answered)
         mcp_push(s, out);
-    else
-        mx_log_debug(SUBSYS_MCP,
-                     "up:%s notifications/tasks/status of a task no client is known for",
-                     u->cfg->name);
+    /* and to the 2026 clients that follow it */
+    json_t *t26 = task26_of(params);
+    mcp_modern_task_status(m, t26);
+    json_decref(t26);
     json_decref(out);
+}
+
+void mcp_tasks26_status(struct mx_mcp *m, struct mx_mcpup *u, const json_t *msg)
+{
+    json_t *t = json_deep_copy(json_object_get(msg, "params"));
+    if (!json_is_object(t) || !json_is_string(json_object_get(t, "taskId")) ||
+        !json_is_string(json_object_get(t, "status")) || !seal_in(m, u, t)) {
+        json_decref(t);
+        mcp_up_dropped(u, "notifications/tasks", "names no task");
+        return;
+    }
+    json_object_del(t, "resultType");
+    /* the upstream's listen, not the client's */
+    json_object_del(json_object_get(t, "_meta"), MX_REV_META_SUBSCRIPTION_ID);
+    mcp_tasks_note(m, u, t, 0, true);
+    mcp_modern_task_status(m, t);
+    json_decref(t);
 }
 
 /* ---- between eras ---- */

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "revision.h"
+#include "taskid.h"
 
 struct mcp_taskbook;
 struct mx_call;
@@ -40,6 +41,12 @@ bool mcp_tasks_declared(const json_t *msg);
  */
 struct mx_mcpup *mcp_tasks_route(struct mx_mcp *m, struct mx_call *c, const json_t *msg,
                                  struct mx_mcpup *scope, json_t **upmsg);
+
+/* The upstream in |scope| (NULL: any) that sealed task id |id| names, with
+ * its own task id in |t|; NULL when |id| is none of mcplex's or names no
+ * such upstream. */
+struct mx_mcpup *mcp_tasks_upstream(struct mx_mcp *m, const char *id, const struct mx_mcpup *scope,
+                                    struct mx_taskid *t);
 
 /* Seal the taskId of |result| (from |u|, for |method|) for the client: a
  * tools/call answered with a task, and tasks/get. Other results are left. */
@@ -124,6 +131,11 @@ json_t *mcp_tasks25_caps(struct mx_mcp *m, const struct mx_mcpup *scope);
  * passed on with the sealed id to the client session that made the task. */
 void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session *session,
                         const json_t *msg);
+/* notifications/tasks |msg| (SEP-2663) from 2026-07-28 upstream |u|,
+ * heard on its listen stream: noted, and passed on with the sealed id to
+ * the 2026 listen streams that follow the task. A 2025 server's
+ * notifications/tasks/status reach them the same way. */
+void mcp_tasks26_status(struct mx_mcp *m, struct mx_mcpup *u, const json_t *msg);
 
 /*
  * Tasks between eras: a client of one revision and a task on an upstream

@@ -36,7 +36,22 @@ static bool list_changed(const json_t *server_caps, const char *kind)
     return json_is_true(json_object_get(json_object_get(server_caps, kind), "listChanged"));
 }
 
-json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, const json_t *caps)
+/* The keys of |o| as an array. */
+static json_t *keys_of(json_t *o)
+{
+    json_t *list = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v)
+    {
+        (void)v;
+        json_array_append_new(list, json_string(k));
+    }
+    return list;
+}
+
+json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, json_t *tasks,
+                       const json_t *caps)
 {
     static const struct {
         const char *cap;
@@ -51,17 +66,10 @@ json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, cons
     }
     /* MCP 2026-07-28, Subscriptions: resourceSubscriptions replaces
      * resources/subscribe */
-    if (json_object_size(uris)) {
-        json_t *list = json_array();
-        const char *uri;
-        json_t *v;
-        json_object_foreach(uris, uri, v)
-        {
-            (void)v;
-            json_array_append_new(list, json_string(uri));
-        }
-        json_object_set_new(want, "resourceSubscriptions", list);
-    }
+    if (json_object_size(uris))
+        json_object_set_new(want, "resourceSubscriptions", keys_of(uris));
+    if (json_object_size(tasks))
+        json_object_set_new(want, "taskIds", keys_of(tasks));
     if (json_object_size(want) == 0) {
         json_decref(want);
         return NULL;

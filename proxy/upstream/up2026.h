@@ -32,10 +32,20 @@ enum mx_up26_verdict {
 json_t *mx_up26_discover(json_t *id, const json_t *caps);
 
 /* The subscriptions/listen request for the list kinds whose listChanged
- * |server_caps| (an initialize-like result's "capabilities") advertises and,
- * as its resourceSubscriptions, the keys of |uris| (an object, or NULL); NULL
+ * |server_caps| (an initialize-like result's "capabilities") advertises,
+ * as its resourceSubscriptions the keys of |uris| and as its taskIds (the
+ * tasks extension, SEP-2663) the keys of |tasks| (objects, or NULL); NULL
  * when there is nothing to listen to. New reference. */
-json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, const json_t *caps);
+json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, json_t *tasks,
+                       const json_t *caps);
+
+/* mcplex's own requests to a 2026-07-28 upstream session, never sent as
+ * they are: follow (or stop following) params.taskId on its listen
+ * stream, whose notifications/tasks come as the session's messages. */
+#define MX_UP26_TASK_WATCH   "mcplex/tasks/watch"
+#define MX_UP26_TASK_UNWATCH "mcplex/tasks/unwatch"
+/* Most tasks one upstream session follows. */
+#define MX_UP26_TASK_WATCH_MAX 256
 
 /* Whether the notifications/subscriptions/acknowledged |ack| (a JSON-RPC
  * message, borrowed) lists |uri| among the resourceSubscriptions the

@@ -107,6 +107,7 @@ static void set_state(struct mx_uph_sess *s, enum mx_uph_state st)
 static void session_free(struct mx_uph_sess *s)
 {
     json_decref(s->subs);
+    json_decref(s->task_subs);
     free(s->sid);
     mx_upsess_base_clear(&s->base);
     free(s);

@@ -242,7 +242,7 @@ static void open_listen(struct mx_uph_sess *s)
              (unsigned long long)s->sub_gen);
     json_t *id = json_string(buf);
     json_t *msg = mx_up26_listen(id, json_object_get(s->base.init_result, "capabilities"), s->subs,
-                                 s->base.caps);
+                                 s->task_subs, s->base.caps);
     json_decref(id);
     if (msg == NULL) {
         /* nothing to listen to (the last subscription went) */
@@ -365,6 +365,30 @@ void mx_uph26_sub_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     mx_uph_unref(s);
 }
 
+/* Follow a task on the listen stream, or stop: the stream opens again with
+ * the new taskIds (SEP-2663: notifications/tasks). Answered at once: a
+ * status notification is a hint, tasks/get the truth. */
+static void watch_task(struct mx_uph_sess *s, struct mx_uph_rpc *r)
+{
+    bool on = strcmp(json_string_value(json_object_get(r->msg, "method")), MX_UP26_TASK_WATCH) == 0;
+    const char *id =
+        json_string_value(json_object_get(json_object_get(r->msg, "params"), "taskId"));
+    if (s->task_subs == NULL)
+        s->task_subs = json_object();
+    bool has = id && json_object_get(s->task_subs, id) != NULL;
+    bool room = json_object_size(s->task_subs) < MX_UP26_TASK_WATCH_MAX;
+    bool change = id && on != has && (!on || room);
+    if (change && on)
+        json_object_set_new(s->task_subs, id, json_true());
+    else if (change)
+        json_object_del(s->task_subs, id);
+    rpc_reply_empty(r); /* |id| is |r|'s: not used after this */
+    if (change) {
+        s->sub_gen++;
+        open_listen(s);
+    }
+}
+
 /*
  * MCP 2026-07-28 has neither resources/subscribe and unsubscribe nor
  * logging/setLevel: a subscription changes the resourceSubscriptions of
@@ -379,6 +403,11 @@ static bool bridge26(struct mx_uph_rpc *r)
     bool on = method && strcmp(method, "resources/subscribe") == 0;
     if (method && strcmp(method, "logging/setLevel") == 0) {
         rpc_reply_empty(r);
+        return true;
+    }
+    if (method &&
+        (strcmp(method, MX_UP26_TASK_WATCH) == 0 || strcmp(method, MX_UP26_TASK_UNWATCH) == 0)) {
+        watch_task(s, r);
         return true;
     }
     if (!on && (method == NULL || strcmp(method, "resources/unsubscribe") != 0))

@@ -137,6 +137,7 @@ struct mx_uph_sess {
      * acknowledged, so no list change falls between them) */
     struct mx_uph_op *listen_next; /* opened with the latest subscriptions, not yet acknowledged */
     json_t *subs;                  /* uri -> the generation that added it */
+    json_t *task_subs;             /* task ids followed on the listen stream -> true */
     uint64_t sub_gen;              /* changes of subs so far */
     uint64_t acked_gen;            /* the generation the upstream acknowledged last */
     bool listen_dirty;             /* subs changed while listen_next was opening */

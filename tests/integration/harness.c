@@ -1692,3 +1692,50 @@ void mx_it_post26(const char *base, const char *path, const char *method, const 
     free(body);
     free(url);
 }
+
+/* ---- a raw 2026-07-28 POST, for streams that stay open ---- */
+
+int mx_it_raw_post26(int port, const char *method, const char *name, const char *body)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    char *name_hdr = name ? mx_xasprintf("Mcp-Name: %s\r\n", name) : mx_xstrdup("");
+    char *head = mx_xasprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                              "Content-Type: application/json\r\n"
+                              "Accept: application/json, text/event-stream\r\n"
+                              "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: %s\r\n%s"
+                              "Content-Length: %zu\r\n\r\n%s",
+                              port, method, name_hdr, strlen(body), body);
+    size_t len = strlen(head);
+    assert_int_equal(write(fd, head, len), (ssize_t)len);
+    free(head);
+    free(name_hdr);
+    return fd;
+}
+
+bool mx_it_raw_wait(int fd, char **acc, size_t *len, const char *needle, int times, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 100) {
+        int seen = 0;
+        for (const char *p = *acc ? strstr(*acc, needle) : NULL; p; p = strstr(p + 1, needle))
+            seen++;
+        if (seen >= times)
+            return true;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 100) == 1) {
+            char buf[4096];
+            ssize_t n = read(fd, buf, sizeof(buf));
+            if (n <= 0)
+                return false;
+            *acc = realloc(*acc, *len + (size_t)n + 1);
+            assert_non_null(*acc);
+            memcpy(*acc + *len, buf, (size_t)n);
+            *len += (size_t)n;
+            (*acc)[*len] = '\0';
+        }
+    }
+    return false;
+}

@@ -332,6 +332,13 @@ void mx_it_answer_parse(struct mx_it_answer *a);
 void mx_it_post26(const char *base, const char *path, const char *method, const char *name,
                   const char *params, const char *caps, const char *hdr_method, const char *version,
                   const char *extra, struct mx_it_answer *a);
+/* A 2026-07-28 request |method| (Mcp-Name |name| when not NULL) with body
+ * |body| POSTed on a connection of its own to mcplex on 127.0.0.1:|port|,
+ * for an answer that streams: the socket, to read with mx_it_raw_wait. */
+int mx_it_raw_post26(int port, const char *method, const char *name, const char *body);
+/* Read |fd| into |*acc| (|*len| bytes, NUL-terminated) until it holds
+ * |needle| |times| times; false at |timeout_ms| or the end of the stream. */
+bool mx_it_raw_wait(int fd, char **acc, size_t *len, const char *needle, int times, int timeout_ms);
 /* Free what |a| holds and zero it. */
 void mx_it_answer_clear(struct mx_it_answer *a);
 /* The "result" object of |a->msg|; fails the test when there is none. */

@@ -632,55 +632,6 @@ static json_t *sim_stats(const struct world *w)
     return j;
 }
 
-/* ---- a raw connection, for streams that stay open ---- */
-
-static int raw_post(const struct world *w, const char *method, const char *name, const char *body)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)w->port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    char *name_hdr = name ? mx_xasprintf("Mcp-Name: %s\r\n", name) : mx_xstrdup("");
-    char *head = mx_xasprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                              "Content-Type: application/json\r\n"
-                              "Accept: application/json, text/event-stream\r\n"
-                              "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: %s\r\n%s"
-                              "Content-Length: %zu\r\n\r\n%s",
-                              w->port, method, name_hdr, strlen(body), body);
-    size_t len = strlen(head);
-    assert_int_equal(write(fd, head, len), (ssize_t)len);
-    free(head);
-    free(name_hdr);
-    return fd;
-}
-
-/* Read into |*acc| until it holds |needle| |times| times; false at the
- * timeout or the end of the stream. */
-static bool raw_wait(int fd, char **acc, size_t *len, const char *needle, int times, int timeout_ms)
-{
-    for (int waited = 0; waited <= timeout_ms; waited += 100) {
-        int seen = 0;
-        for (const char *p = *acc ? strstr(*acc, needle) : NULL; p; p = strstr(p + 1, needle))
-            seen++;
-        if (seen >= times)
-            return true;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (poll(&pfd, 1, 100) == 1) {
-            char buf[4096];
-            ssize_t n = read(fd, buf, sizeof(buf));
-            if (n <= 0)
-                return false;
-            *acc = realloc(*acc, *len + (size_t)n + 1);
-            assert_non_null(*acc);
-            memcpy(*acc + *len, buf, (size_t)n);
-            *len += (size_t)n;
-            (*acc)[*len] = '\0';
-        }
-    }
-    return false;
-}
-
 /* MCP 2026-07-28: closing the response stream is the cancel; the 2025
  * upstream hears notifications/cancelled. */
 static void assert_close_cancels(const struct world *w)
@@ -691,10 +642,10 @@ static void assert_close_cancels(const struct world *w)
     char *body = body_of(21, "tools/call",
                          "\"name\":\"alpha_slow\",\"arguments\":{\"steps\":40,\"interval_ms\":100}",
                          NULL, ",\"progressToken\":1");
-    int fd = raw_post(w, "tools/call", "alpha_slow", body);
+    int fd = mx_it_raw_post26(w->port, "tools/call", "alpha_slow", body);
     char *acc = NULL;
     size_t len = 0;
-    assert_true(raw_wait(fd, &acc, &len, "notifications/progress", 2, 10000));
+    assert_true(mx_it_raw_wait(fd, &acc, &len, "notifications/progress", 2, 10000));
     close(fd);
     free(acc);
     free(body);
@@ -717,10 +668,11 @@ static void assert_listen(const struct world *w)
                          "\"notifications\":{\"resourcesListChanged\":true,"
                          "\"promptsListChanged\":true}",
                          NULL, NULL);
-    int fd = raw_post(w, "subscriptions/listen", NULL, body);
+    int fd = mx_it_raw_post26(w->port, "subscriptions/listen", NULL, body);
     char *acc = NULL;
     size_t len = 0;
-    assert_true(raw_wait(fd, &acc, &len, "notifications/subscriptions/acknowledged", 1, 10000));
+    assert_true(
+        mx_it_raw_wait(fd, &acc, &len, "notifications/subscriptions/acknowledged", 1, 10000));
     assert_non_null(strstr(acc, "text/event-stream"));
     assert_non_null(strstr(acc, "\"io.modelcontextprotocol/subscriptionId\":77"));
     assert_non_null(strstr(acc, "\"resourcesListChanged\":true"));
@@ -740,7 +692,8 @@ static void assert_listen(const struct world *w)
            NULL, NULL, &a);
     assert_int_equal(a.status, 200);
     mx_it_answer_clear(&a);
-    assert_true(raw_wait(fd, &acc, &len, "notifications/resources/list_changed", seen + 1, 15000));
+    assert_true(
+        mx_it_raw_wait(fd, &acc, &len, "notifications/resources/list_changed", seen + 1, 15000));
     const char *note = strstr(acc + before, "notifications/resources/list_changed");
     assert_non_null(note);
     assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":77"));
@@ -764,10 +717,11 @@ static void assert_resource_updates(const struct world *w)
                          "\"notifications\":{\"resourceSubscriptions\":["
                          "\"demo://resource/static/document/features.md\",\"nothing://here\"]}",
                          NULL, NULL);
-    int fd = raw_post(w, "subscriptions/listen", NULL, body);
+    int fd = mx_it_raw_post26(w->port, "subscriptions/listen", NULL, body);
     char *acc = NULL;
     size_t len = 0;
-    assert_true(raw_wait(fd, &acc, &len, "notifications/subscriptions/acknowledged", 1, 10000));
+    assert_true(
+        mx_it_raw_wait(fd, &acc, &len, "notifications/subscriptions/acknowledged", 1, 10000));
     assert_non_null(strstr(acc, "\"resourceSubscriptions\":["
                                 "\"demo://resource/static/document/features.md\"]"));
     assert_null(strstr(acc, "nothing://here"));
@@ -778,7 +732,7 @@ static void assert_resource_updates(const struct world *w)
            "\"name\":\"toggle-subscriber-updates\",\"arguments\":{}", NULL, NULL, &a);
     assert_int_equal(a.status, 200);
     mx_it_answer_clear(&a);
-    assert_true(raw_wait(fd, &acc, &len, "notifications/resources/updated", 1, 10000));
+    assert_true(mx_it_raw_wait(fd, &acc, &len, "notifications/resources/updated", 1, 10000));
     const char *note = strstr(acc, "notifications/resources/updated");
     assert_non_null(strstr(note, "\"uri\":\"demo://resource/static/document/features.md\""));
     assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":78"));

@@ -35,6 +35,7 @@
 struct world {
     char token[MX_IT_CANARY_SIZE];
     char *base;
+    int port;
 };
 
 static void world_start(struct world *w)
@@ -56,6 +57,7 @@ static void world_start(struct world *w)
     assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
     assert_true(mx_it_start_mcplex(cfg_path, port) > 0);
     w->base = mx_xasprintf("http://127.0.0.1:%d", port);
+    w->port = port;
     free(cfg_path);
     free(cfg);
     free(secret);
@@ -131,6 +133,25 @@ static void test_client25_on_server26(void **state)
     mx_it_pass();
 }
 
+/* subscriptions/listen (id 90) following task |id|: the open socket, its
+ * acknowledgement read and checked. */
+static int listen_task(const struct world *w, const char *id, char **acc, size_t *len)
+{
+    char *body = mx_xasprintf(
+        "{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"subscriptions/listen\",\"params\":{"
+        "\"notifications\":{\"taskIds\":[\"%s\",\"not-a-task\"]},\"_meta\":{"
+        "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+        "\"io.modelcontextprotocol/clientCapabilities\":" TASKS_CAPS "}}}",
+        id);
+    int fd = mx_it_raw_post26(w->port, "subscriptions/listen", NULL, body);
+    assert_true(mx_it_raw_wait(fd, acc, len, "notifications/subscriptions/acknowledged", 1, 10000));
+    char *want = mx_xasprintf("\"taskIds\":[\"%s\"]", id);
+    assert_non_null(strstr(*acc, want)); /* what is not a task id is left out */
+    free(want);
+    free(body);
+    return fd;
+}
+
 static json_t *get26(const struct world *w, const char *id, struct mx_it_answer *a)
 {
     char *params = mx_xasprintf("\"taskId\":\"%s\"", id);
@@ -156,6 +177,10 @@ static void test_client26_on_server25(void **state)
     assert_non_null(json_object_get(created, "ttlMs"));
     assert_null(json_object_get(created, "task"));
     mx_it_answer_clear(&a);
+    /* its status notifications, for a 2026 client that follows it */
+    char *acc = NULL;
+    size_t len = 0;
+    int fd = listen_task(&w, id, &acc, &len);
 
     /* followed to its end: the result inlined, as SEP-2663 has it */
     const char *status = NULL;
@@ -179,6 +204,18 @@ static void test_client26_on_server25(void **state)
     assert_null(json_object_get(json_object_get(json_object_get(t, "result"), "_meta"),
                                 "io.modelcontextprotocol/related-task"));
     mx_it_answer_clear(&a);
+    /* notifications/tasks as SEP-2663 has them, by the sealed id, on the
+     * listen stream they were asked on */
+    assert_true(mx_it_raw_wait(fd, &acc, &len, "\"status\":\"completed\"", 1, 10000));
+    const char *note = strstr(acc, "\"method\":\"notifications/tasks\"");
+    assert_non_null(note);
+    char *named = mx_xasprintf("\"taskId\":\"%s\"", id);
+    assert_non_null(strstr(note, named));
+    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":90"));
+    assert_null(strstr(acc, "\"ttl\":"));
+    free(named);
+    close(fd);
+    free(acc);
 
     /* a second, cancelled: an acknowledgement, then the Task says so */
     mx_it_post26(w.base, "/mcp", "tools/call", "simulate-research-query",

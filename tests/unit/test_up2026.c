@@ -239,7 +239,7 @@ static void test_listen(void **state)
     json_t *id = json_string("L1");
     json_t *sc = parse("{\"tools\":{\"listChanged\":true},\"prompts\":{},"
                        "\"resources\":{\"listChanged\":true,\"subscribe\":true}}");
-    json_t *m = mx_up26_listen(id, sc, NULL, NULL);
+    json_t *m = mx_up26_listen(id, sc, NULL, NULL, NULL);
     assert_non_null(m);
     assert_string_equal(json_string_value(json_object_get(m, "method")), "subscriptions/listen");
     json_t *n = json_object_get(json_object_get(m, "params"), "notifications");
@@ -250,7 +250,7 @@ static void test_listen(void **state)
     json_decref(m);
     json_decref(sc);
     sc = parse("{\"tools\":{},\"logging\":{}}");
-    assert_null(mx_up26_listen(id, sc, NULL, NULL));
+    assert_null(mx_up26_listen(id, sc, NULL, NULL, NULL));
     json_decref(sc);
     json_decref(id);
 }
@@ -263,7 +263,7 @@ static void test_listen_resources(void **state)
     json_t *id = json_string("L2");
     json_t *sc = parse("{\"tools\":{\"listChanged\":true},\"resources\":{}}");
     json_t *uris = parse("{\"test://a\":1,\"file:///b c\":2}");
-    json_t *m = mx_up26_listen(id, sc, uris, NULL);
+    json_t *m = mx_up26_listen(id, sc, uris, NULL, NULL);
     assert_non_null(m);
     json_t *n = json_object_get(json_object_get(m, "params"), "notifications");
     assert_true(json_is_true(json_object_get(n, "toolsListChanged")));
@@ -280,7 +280,7 @@ static void test_listen_resources(void **state)
     json_decref(sc);
     /* no list changes announced: the resources alone */
     sc = parse("{\"resources\":{}}");
-    m = mx_up26_listen(id, sc, uris, NULL);
+    m = mx_up26_listen(id, sc, uris, NULL, NULL);
     assert_non_null(m);
     n = json_object_get(json_object_get(m, "params"), "notifications");
     assert_int_equal(json_object_size(n), 1);
@@ -288,9 +288,33 @@ static void test_listen_resources(void **state)
     json_decref(m);
     /* an empty set: nothing to listen to */
     json_t *none = json_object();
-    assert_null(mx_up26_listen(id, sc, none, NULL));
+    assert_null(mx_up26_listen(id, sc, none, NULL, NULL));
     json_decref(none);
     json_decref(uris);
+    json_decref(sc);
+    json_decref(id);
+}
+
+/* Tasks followed on the listen stream become its taskIds (SEP-2663), with
+ * nothing else to listen to as well. */
+static void test_listen_tasks(void **state)
+{
+    (void)state;
+    json_t *id = json_string("L3");
+    json_t *sc = parse("{\"tools\":{}}");
+    json_t *tasks = parse("{\"t-1\":true,\"t-2\":true}");
+    json_t *m = mx_up26_listen(id, sc, NULL, tasks, NULL);
+    assert_non_null(m);
+    json_t *n = json_object_get(json_object_get(m, "params"), "notifications");
+    assert_int_equal(json_object_size(n), 1);
+    json_t *want = parse("[\"t-1\",\"t-2\"]");
+    assert_true(json_equal(json_object_get(n, "taskIds"), want));
+    json_decref(want);
+    json_decref(m);
+    json_t *none = json_object();
+    assert_null(mx_up26_listen(id, sc, NULL, none, NULL));
+    json_decref(none);
+    json_decref(tasks);
     json_decref(sc);
     json_decref(id);
 }
@@ -598,8 +622,8 @@ int main(void)
         cmocka_unit_test(test_discover),      cmocka_unit_test(test_client_caps),
         cmocka_unit_test(test_param_headers), cmocka_unit_test(test_param_map_invalid),
         cmocka_unit_test(test_tools_seen),    cmocka_unit_test(test_listen_resources),
-        cmocka_unit_test(test_honoured),      cmocka_unit_test(test_strip),
-        cmocka_unit_test(test_legacy_result),
+        cmocka_unit_test(test_listen_tasks),  cmocka_unit_test(test_honoured),
+        cmocka_unit_test(test_strip),         cmocka_unit_test(test_legacy_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
