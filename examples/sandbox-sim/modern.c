@@ -172,6 +172,17 @@ static unsigned listen_filter(json_t *params)
     return mask;
 }
 
+/* The tasks a listen request follows (SEP-2663): its notifications.taskIds,
+ * an array, honoured when the request declares the tasks extension; the
+ * known ones as a new array, or NULL when it asked for none. */
+static json_t *listen_task_ids(const struct mx_sim_conf_sess *st, json_t *params)
+{
+    json_t *ids = json_object_get(json_object_get(params, "notifications"), "taskIds");
+    if (!st->tasks_ext || st->tasks == NULL || !json_is_array(ids))
+        return NULL;
+    return mx_sim_tasks_known(st->tasks, ids);
+}
+
 /* Checks of 2026-07-28, Streamable HTTP, in its order; false once answered. */
 static bool validate(struct mx_sim *sim, struct mx_req *req, const char *method, json_t *id,
                      json_t *params, json_t **meta_out)
@@ -296,7 +307,9 @@ void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
     struct mx_sim_mcp_ctx ctx = {.name = sim->name, .revision = MODERN_VERSION, .conf = &st};
 
     if (strcmp(method, "subscriptions/listen") == 0) {
-        mx_sim_stream_listen(sim, req, id, listen_filter(params));
+        json_t *task_ids = listen_task_ids(&st, params);
+        mx_sim_stream_listen(sim, req, id, listen_filter(params), task_ids);
+        json_decref(task_ids);
         return;
     }
     if (strcmp(method, "server/discover") == 0) {
@@ -309,6 +322,8 @@ void mx_sim_modern_post(struct mx_sim *sim, struct mx_req *req, json_t *msg)
     snprintf(what, sizeof(what), "%.60s (2026-07-28)%s", method, r.result ? "" : " (error)");
     if (r.changed)
         mx_sim_stream_list_changed(sim, (unsigned)r.changed);
+    if (r.result && (strcmp(method, "tasks/cancel") == 0 || strcmp(method, "tasks/update") == 0))
+        mx_sim_stream_task_changed(sim, json_string_value(json_object_get(params, "taskId")));
     if (r.result == NULL) {
         int code = r.err_code;
         /* 2026-07-28, Resources: a missing resource is -32602 (with data.uri). */

@@ -244,10 +244,18 @@ bool mx_sim_stream_resume(struct mx_sim *sim, struct mx_req *req, const char *se
 /* A client's |response| (borrowed) to a request a scripted call sent in
  * |session|: the call answers and ends. Returns true if one was waiting. */
 bool mx_sim_stream_answer(struct mx_sim *sim, const char *session, json_t *response);
-/* subscriptions/listen (2026-07-28): an SSE stream that starts with the
+/*
+ * subscriptions/listen (2026-07-28): an SSE stream that starts with the
  * acknowledgement of |mask| (enum mx_sim_changed bits) and then carries the
- * list_changed notifications it opted in to, tagged with |id|. */
-void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask);
+ * list_changed notifications it opted in to, tagged with |id|. |task_ids|
+ * (borrowed; NULL: no taskIds filter) are the known tasks it follows
+ * (mx_sim_tasks_known): the acknowledgement lists them, and each later
+ * status change of one is sent once as notifications/tasks (SEP-2663).
+ * Following adds nothing to the pause rule: the stream counts as any listen
+ * stream does.
+ */
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask,
+                          json_t *task_ids);
 /* A 2025 session's standalone GET stream (--get-stream): SSE that stays
  * open and carries the tools and prompts list_changed notifications. */
 void mx_sim_stream_get(struct mx_sim *sim, struct mx_req *req, const char *session);
@@ -265,8 +273,9 @@ bool mx_sim_stream_cancel(struct mx_sim *sim, const char *session, json_t *reque
  */
 void mx_sim_stream_task_wait(struct mx_sim *sim, struct mx_req *req, json_t *id,
                              const struct mx_sim_reply *reply);
-/* Task |task_id| changed (it was cancelled): its held tasks/result requests
- * are answered on the next loop iteration. */
+/* Task |task_id| changed (cancelled, or its input answered): its held
+ * tasks/result requests are answered, and the listen streams that follow it
+ * told, on the next loop iteration. */
 void mx_sim_stream_task_changed(struct mx_sim *sim, const char *task_id);
 /* Stop and free every stream (at exit). */
 void mx_sim_stream_clear(struct mx_sim *sim);

@@ -50,6 +50,17 @@ struct mx_sim_call {
     unsigned listen; /* a subscriptions/listen stream: enum mx_sim_changed bits */
     bool listening;
     bool get; /* a session's standalone GET stream: its notifications are untagged */
+    /* Tasks a listen stream follows (SEP-2663 taskIds), by id: the table
+     * may drop a task at any time, so it is looked up when needed. */
+    struct followed *follow;
+    size_t follow_cnt;
+};
+
+/* A task a listen stream follows and the last status it told of it (or the
+ * status it had when the stream started following it). */
+struct followed {
+    char id[33];
+    char status[24];
 };
 
 static void unref(struct mx_sim_call *c)
@@ -60,6 +71,7 @@ static void unref(struct mx_sim_call *c)
     json_decref(c->token);
     json_decref(c->script_events);
     json_decref(c->result);
+    free(c->follow);
     free(c);
 }
 
@@ -428,7 +440,103 @@ static json_t *tagged(json_t *id)
     return json_pack("{s:{s:O}}", "_meta", "io.modelcontextprotocol/subscriptionId", id);
 }
 
-void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask)
+/* A listen stream's notification |method| with |params| (stolen), tagged
+ * with the listen request's id (2026-07-28, Subscriptions). */
+static json_t *listen_notification(struct mx_sim_call *c, const char *method, json_t *params)
+{
+    json_object_set_new(params, "_meta",
+                        json_pack("{s:O}", "io.modelcontextprotocol/subscriptionId", c->id));
+    return mx_sim_rpc_notification(method, params);
+}
+
+/*
+ * Look up every followed task: tell of each status that changed since the
+ * stream last told (SEP-2663, notifications/tasks), stop following tasks
+ * that ended or left the table, and arm the timer for the next due time.
+ * The timer only ever runs on the loop, never from the request that changed
+ * a task, so answering it cannot recurse into other requests.
+ */
+static void follow_check(struct mx_sim_call *c)
+{
+    struct mx_sim *sim = c->sim;
+    int64_t next = -1;
+    size_t kept = 0;
+
+    c->refs++;
+    for (size_t i = 0; i < c->follow_cnt && c->req; i++) {
+        struct followed f = c->follow[i];
+        int64_t due = -1;
+        json_t *d = mx_sim_tasks_detail(sim->tasks, f.id, &due);
+        if (d == NULL)
+            continue; /* expired or dropped from the table */
+        const char *status = json_string_value(json_object_get(d, "status"));
+        bool changed = strcmp(status, f.status) != 0;
+        snprintf(f.status, sizeof(f.status), "%s", status);
+        if (!mx_sim_tasks_is_terminal(f.status)) {
+            c->follow[kept++] = f;
+            if (due >= 0 && (next < 0 || due < next))
+                next = due;
+        }
+        if (!changed) {
+            json_decref(d);
+            continue;
+        }
+        mx_log_debug("sim", "req#%lu: notifications/tasks %s %s", mx_req_id(c->req), f.id,
+                     f.status);
+        if (!emit(c, listen_notification(c, "notifications/tasks", d)))
+            break;
+    }
+    if (c->req) {
+        c->follow_cnt = kept;
+        if (next >= 0) {
+            /* the loop's clock and the table's may disagree by a millisecond */
+            ev_timer_stop(sim->loop, &c->timer);
+            ev_timer_set(&c->timer, (double)(next > 0 ? next : 1) / 1000.0, 0.0);
+            ev_timer_start(sim->loop, &c->timer);
+        }
+    }
+    unref(c);
+}
+
+static void follow_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    follow_check(mx_container_of(w, struct mx_sim_call, timer));
+}
+
+/* Follow the tasks |task_ids| names: each with the status it has now, which
+ * the client learns from tasks/get; a task that already ended has nothing
+ * more to tell and is not kept. */
+static void follow_start(struct mx_sim_call *c, json_t *task_ids)
+{
+    struct mx_sim *sim = c->sim;
+    int64_t next = -1;
+
+    c->follow = mx_xcalloc(json_array_size(task_ids) + 1, sizeof(c->follow[0]));
+    for (size_t i = 0; i < json_array_size(task_ids); i++) {
+        const char *id = json_string_value(json_array_get(task_ids, i));
+        int64_t due = -1;
+        json_t *d = mx_sim_tasks_detail(sim->tasks, id, &due);
+        const char *status = json_string_value(json_object_get(d, "status"));
+        if (d && !mx_sim_tasks_is_terminal(status)) {
+            struct followed *f = &c->follow[c->follow_cnt++];
+            snprintf(f->id, sizeof(f->id), "%s", id);
+            snprintf(f->status, sizeof(f->status), "%s", status);
+            if (due >= 0 && (next < 0 || due < next))
+                next = due;
+        }
+        json_decref(d);
+    }
+    ev_set_cb(&c->timer, follow_cb);
+    if (next >= 0) {
+        ev_timer_set(&c->timer, (double)(next > 0 ? next : 1) / 1000.0, 0.0);
+        ev_timer_start(sim->loop, &c->timer);
+    }
+}
+
+void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, unsigned mask,
+                          json_t *task_ids)
 {
     struct mx_sim_call *c = call_open(sim, req, id, "", "subscriptions/listen (sse)");
     json_t *params = tagged(id);
@@ -440,12 +548,17 @@ void mx_sim_stream_listen(struct mx_sim *sim, struct mx_req *req, json_t *id, un
         json_object_set_new(honored, "toolsListChanged", json_true());
     if (mask & MX_SIM_CHANGED_PROMPTS)
         json_object_set_new(honored, "promptsListChanged", json_true());
+    if (task_ids)
+        json_object_set(honored, "taskIds", task_ids);
     json_object_set_new(params, "notifications", honored);
     /* 2026-07-28, Subscriptions: the acknowledgement comes first. */
     if (c->req)
         emit(c, mx_sim_rpc_notification("notifications/subscriptions/acknowledged", params));
     else
         json_decref(params);
+    /* Its status now is what tasks/get says; only later changes are told. */
+    if (c->req && task_ids)
+        follow_start(c, task_ids);
     unref(c);
 }
 
@@ -608,6 +721,16 @@ void mx_sim_stream_task_changed(struct mx_sim *sim, const char *task_id)
     for (struct mx_sim_wait *w = sim->waits; w && task_id; w = w->next) {
         if (strcmp(w->task_id, task_id) == 0)
             wait_arm(w, 0);
+    }
+    for (struct mx_sim_call *c = sim->calls; c && task_id; c = c->next) {
+        for (size_t i = 0; i < c->follow_cnt; i++) {
+            if (strcmp(c->follow[i].id, task_id) != 0)
+                continue;
+            ev_timer_stop(sim->loop, &c->timer);
+            ev_timer_set(&c->timer, 0.0, 0.0);
+            ev_timer_start(sim->loop, &c->timer);
+            break;
+        }
     }
 }
 

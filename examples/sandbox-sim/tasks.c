@@ -225,25 +225,74 @@ static struct sim_task *find(struct mx_sim_tasks *t, enum task_era era, json_t *
     return NULL;
 }
 
-void mx_sim_tasks_get(struct mx_sim_tasks *t, json_t *params, struct mx_sim_reply *out)
+/* SEP-2663, DetailedTask: the Task, and a finished task's result or error
+ * inlined (there is no tasks/result); one waiting for input lists the
+ * requests. */
+static json_t *detail(const struct sim_task *k, int64_t now)
 {
-    struct sim_task *k = find(t, TASK_ERA_2026, params, out);
-    if (k == NULL)
-        return;
-    int64_t now = ms_of(CLOCK_MONOTONIC);
     const char *status = status_of(k, now);
-    out->result = envelope(k, now);
-    /* SEP-2663, DetailedTask: a finished task inlines its result or error
-     * (there is no tasks/result); one waiting for input lists the requests. */
+    json_t *d = envelope(k, now);
     if (strcmp(status, "completed") == 0)
-        json_object_set_new(out->result, "result",
+        json_object_set_new(d, "result",
                             mx_sim_text_result(k->text, k->end == MX_SIM_TASK_TOOL_ERROR));
     else if (strcmp(status, "failed") == 0)
         json_object_set_new(
-            out->result, "error",
-            json_pack("{s:i,s:s}", "code", MX_SIM_RPC_INTERNAL, "message", k->text));
+            d, "error", json_pack("{s:i,s:s}", "code", MX_SIM_RPC_INTERNAL, "message", k->text));
     else if (strcmp(status, "input_required") == 0)
-        json_object_set(out->result, "inputRequests", k->pending);
+        json_object_set(d, "inputRequests", k->pending);
+    return d;
+}
+
+void mx_sim_tasks_get(struct mx_sim_tasks *t, json_t *params, struct mx_sim_reply *out)
+{
+    struct sim_task *k = find(t, TASK_ERA_2026, params, out);
+    if (k != NULL)
+        out->result = detail(k, ms_of(CLOCK_MONOTONIC));
+}
+
+static struct sim_task *find_id(struct mx_sim_tasks *t, const char *id)
+{
+    expire(t);
+    for (size_t i = 0; i < t->cnt; i++) {
+        if (t->v[i]->era == TASK_ERA_2026 && strcmp(t->v[i]->id, id) == 0)
+            return t->v[i];
+    }
+    return NULL;
+}
+
+json_t *mx_sim_tasks_known(struct mx_sim_tasks *t, json_t *ids)
+{
+    json_t *known = json_array();
+    size_t looked = 0;
+    for (size_t i = 0; i < json_array_size(ids) && looked < MX_SIM_TASKS_FOLLOW_MAX; i++) {
+        json_t *v = json_array_get(ids, i);
+        if (!json_is_string(v))
+            continue;
+        looked++;
+        bool seen = false;
+        for (size_t j = 0; j < json_array_size(known) && !seen; j++)
+            seen = json_equal(json_array_get(known, j), v);
+        if (!seen && find_id(t, json_string_value(v)))
+            json_array_append(known, v);
+    }
+    return known;
+}
+
+json_t *mx_sim_tasks_detail(struct mx_sim_tasks *t, const char *id, int64_t *due_in_ms)
+{
+    struct sim_task *k = id ? find_id(t, id) : NULL;
+    int64_t now = ms_of(CLOCK_MONOTONIC);
+    *due_in_ms = -1;
+    if (k == NULL)
+        return NULL;
+    if (strcmp(status_of(k, now), "working") == 0)
+        *due_in_ms = k->due - now;
+    return detail(k, now);
+}
+
+bool mx_sim_tasks_is_terminal(const char *status)
+{
+    return status && strcmp(status, "working") != 0 && strcmp(status, "input_required") != 0;
 }
 
 void mx_sim_tasks_update(struct mx_sim_tasks *t, json_t *params, struct mx_sim_reply *out)

@@ -59,6 +59,31 @@ void mx_sim_tasks_get(struct mx_sim_tasks *t, json_t *params, struct mx_sim_repl
 void mx_sim_tasks_update(struct mx_sim_tasks *t, json_t *params, struct mx_sim_reply *out);
 void mx_sim_tasks_cancel(struct mx_sim_tasks *t, json_t *params, struct mx_sim_reply *out);
 
+/* Most task ids one subscriptions/listen looks at in its taskIds filter
+ * (SEP-2663); the strings past them are ignored. */
+#define MX_SIM_TASKS_FOLLOW_MAX 64
+
+/*
+ * The taskIds filter of a subscriptions/listen: the strings among the first
+ * MX_SIM_TASKS_FOLLOW_MAX strings of |ids| (borrowed; anything but an array
+ * counts as empty) that name a task of this extension in the table, each
+ * once, in the order given. Non-strings are skipped. Returns a new array,
+ * the acknowledgement's notifications.taskIds.
+ */
+json_t *mx_sim_tasks_known(struct mx_sim_tasks *t, json_t *ids);
+
+/*
+ * Task |id| as tasks/get answers it (the DetailedTask, no resultType): the
+ * body of a notifications/tasks. Returns a new object, or NULL for an
+ * unknown or expired id. |*due_in_ms| is how long until the clock changes
+ * its status (a working task), or -1 when only a request can (input
+ * required) or nothing will (terminal, unknown).
+ */
+json_t *mx_sim_tasks_detail(struct mx_sim_tasks *t, const char *id, int64_t *due_in_ms);
+
+/* Whether |status| is a terminal one (completed, failed, cancelled). */
+bool mx_sim_tasks_is_terminal(const char *status);
+
 /* ---- MCP 2025-11-25 (experimental tasks) ---- */
 
 /*

@@ -616,6 +616,168 @@ static void test_sim_conf_tasks(void **state)
     sess.tasks = NULL;
 }
 
+/* A 2026 task made straight in |t|: its id in |id| (33 bytes). */
+static void make_task(struct mx_sim_tasks *t, enum mx_sim_task_end end, int64_t run_ms,
+                      json_t *inputs, char *id)
+{
+    struct mx_sim_reply r = {0};
+    mx_sim_tasks_create(t, end, "the text", run_ms, inputs, &r);
+    assert_non_null(r.result);
+    snprintf(id, 33, "%s", str_at(r.result, "taskId"));
+    mx_sim_reply_clear(&r);
+}
+
+/* The taskIds filter of subscriptions/listen: known 2026 ids only, each once,
+ * non-strings skipped, at most MX_SIM_TASKS_FOLLOW_MAX strings looked at. */
+static void test_sim_conf_task_follow_filter(void **state)
+{
+    struct mx_sim_tasks *t = mx_sim_tasks_new();
+    struct mx_sim_reply r = {0};
+    char a[33], b[33];
+    (void)state;
+    make_task(t, MX_SIM_TASK_RESULT, 60000, NULL, a);
+    make_task(t, MX_SIM_TASK_RESULT, 0, NULL, b);
+    json_t *task25 = json_object();
+    mx_sim_tasks_create_2025(t, "old", false, 60000, task25, &r);
+    json_decref(task25);
+    const char *id25 = str_at(r.result, "task.taskId");
+    assert_non_null(id25);
+
+    json_t *ids =
+        json_pack("[s,s,i,s,n,s,s,{}]", a, "0123456789abcdef0123456789abcdef", 5, a, id25, b);
+    json_t *known = mx_sim_tasks_known(t, ids);
+    assert_int_equal(json_array_size(known), 2);
+    assert_string_equal(json_string_value(json_array_get(known, 0)), a);
+    assert_string_equal(json_string_value(json_array_get(known, 1)), b);
+    json_decref(known);
+    json_decref(ids);
+    mx_sim_reply_clear(&r);
+
+    /* not an array: nothing followed */
+    ids = json_string(a);
+    known = mx_sim_tasks_known(t, ids);
+    assert_true(json_is_array(known));
+    assert_int_equal(json_array_size(known), 0);
+    json_decref(known);
+    json_decref(ids);
+
+    /* the cap counts strings: a known id as the 64th string is followed,
+     * as the 65th it is not; non-strings in between do not count */
+    for (int at = MX_SIM_TASKS_FOLLOW_MAX; at <= MX_SIM_TASKS_FOLLOW_MAX + 1; at++) {
+        ids = json_array();
+        for (int i = 1; i < at; i++) {
+            json_array_append_new(ids, json_integer(i));
+            json_array_append_new(ids, json_string("unknown"));
+        }
+        json_array_append_new(ids, json_string(b));
+        known = mx_sim_tasks_known(t, ids);
+        assert_int_equal(json_array_size(known), at == MX_SIM_TASKS_FOLLOW_MAX ? 1 : 0);
+        json_decref(known);
+        json_decref(ids);
+    }
+    mx_sim_tasks_free(t);
+}
+
+/* The body of notifications/tasks for each status: the task as tasks/get
+ * answers it, without resultType, and when the clock changes it next. */
+static void test_sim_conf_task_follow_detail(void **state)
+{
+    struct mx_sim_tasks *t = mx_sim_tasks_new();
+    struct mx_sim_reply r = {0};
+    char working[33], input[33], done[33], tool_err[33], failed[33], cancelled[33];
+    int64_t due;
+    json_t *d;
+    (void)state;
+    make_task(t, MX_SIM_TASK_RESULT, 60000, NULL, working);
+    make_task(t, MX_SIM_TASK_RESULT, 0, json_pack("{s:{s:s}}", "confirm", "method", "x"), input);
+    make_task(t, MX_SIM_TASK_RESULT, 0, NULL, done);
+    make_task(t, MX_SIM_TASK_TOOL_ERROR, 0, NULL, tool_err);
+    make_task(t, MX_SIM_TASK_PROTOCOL, 0, NULL, failed);
+    make_task(t, MX_SIM_TASK_RESULT, 60000, NULL, cancelled);
+    json_t *p = json_pack("{s:s}", "taskId", cancelled);
+    mx_sim_tasks_cancel(t, p, &r);
+    json_decref(p);
+    mx_sim_reply_clear(&r);
+
+    d = mx_sim_tasks_detail(t, working, &due);
+    assert_string_equal(str_at(d, "taskId"), working);
+    assert_string_equal(str_at(d, "status"), "working");
+    assert_true(due > 59000 && due <= 60000);
+    assert_non_null(str_at(d, "createdAt"));
+    assert_non_null(str_at(d, "lastUpdatedAt"));
+    assert_int_equal(json_integer_value(json_object_get(d, "ttlMs")), TTL_MS);
+    assert_int_equal(json_integer_value(json_object_get(d, "pollIntervalMs")), POLL_MS);
+    assert_null(json_object_get(d, "resultType"));
+    assert_null(json_object_get(d, "result"));
+    assert_null(json_object_get(d, "error"));
+    assert_null(json_object_get(d, "inputRequests"));
+    assert_false(mx_sim_tasks_is_terminal(str_at(d, "status")));
+    json_decref(d);
+
+    d = mx_sim_tasks_detail(t, input, &due);
+    assert_string_equal(str_at(d, "status"), "input_required");
+    assert_int_equal(due, -1);
+    assert_string_equal(str_at(d, "inputRequests.confirm.method"), "x");
+    assert_false(mx_sim_tasks_is_terminal(str_at(d, "status")));
+    json_decref(d);
+
+    d = mx_sim_tasks_detail(t, done, &due);
+    assert_string_equal(str_at(d, "status"), "completed");
+    assert_int_equal(due, -1);
+    assert_string_equal(str_at(d, "result.content.0.text"), "the text");
+    assert_true(json_is_false(json_object_get(json_object_get(d, "result"), "isError")));
+    assert_null(json_object_get(d, "resultType"));
+    assert_true(mx_sim_tasks_is_terminal(str_at(d, "status")));
+    json_decref(d);
+
+    d = mx_sim_tasks_detail(t, tool_err, &due);
+    assert_string_equal(str_at(d, "status"), "completed");
+    assert_true(json_is_true(json_object_get(json_object_get(d, "result"), "isError")));
+    json_decref(d);
+
+    d = mx_sim_tasks_detail(t, failed, &due);
+    assert_string_equal(str_at(d, "status"), "failed");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "error"), "code")),
+                     MX_SIM_RPC_INTERNAL);
+    assert_string_equal(str_at(d, "error.message"), "the text");
+    assert_null(json_object_get(d, "result"));
+    assert_true(mx_sim_tasks_is_terminal(str_at(d, "status")));
+    json_decref(d);
+
+    d = mx_sim_tasks_detail(t, cancelled, &due);
+    assert_string_equal(str_at(d, "status"), "cancelled");
+    assert_int_equal(due, -1);
+    assert_null(json_object_get(d, "result"));
+    assert_null(json_object_get(d, "error"));
+    assert_true(mx_sim_tasks_is_terminal(str_at(d, "status")));
+    json_decref(d);
+
+    /* answering the input ends it at once */
+    p = json_pack("{s:s,s:{s:{}}}", "taskId", input, "inputResponses", "confirm");
+    mx_sim_tasks_update(t, p, &r);
+    json_decref(p);
+    mx_sim_reply_clear(&r);
+    d = mx_sim_tasks_detail(t, input, &due);
+    assert_string_equal(str_at(d, "status"), "completed");
+    assert_null(json_object_get(d, "inputRequests"));
+    json_decref(d);
+
+    /* the same as tasks/get */
+    p = json_pack("{s:s}", "taskId", done);
+    mx_sim_tasks_get(t, p, &r);
+    json_decref(p);
+    d = mx_sim_tasks_detail(t, done, &due);
+    assert_true(json_equal(d, r.result));
+    json_decref(d);
+    mx_sim_reply_clear(&r);
+
+    assert_null(mx_sim_tasks_detail(t, "0123456789abcdef0123456789abcdef", &due));
+    assert_int_equal(due, -1);
+    assert_null(mx_sim_tasks_detail(t, NULL, &due));
+    assert_false(mx_sim_tasks_is_terminal(NULL));
+    mx_sim_tasks_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -629,6 +791,8 @@ int main(void)
         cmocka_unit_test(test_sim_conf_asks_2026),
         cmocka_unit_test(test_sim_conf_param_header),
         cmocka_unit_test(test_sim_conf_tasks),
+        cmocka_unit_test(test_sim_conf_task_follow_filter),
+        cmocka_unit_test(test_sim_conf_task_follow_detail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
