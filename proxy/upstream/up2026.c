@@ -74,9 +74,19 @@ json_t *mx_up26_listen(json_t *id, const json_t *server_caps, json_t *uris, json
         json_decref(want);
         return NULL;
     }
+    json_t *meta = meta_new(caps);
+    /* following tasks is the extension's (SEP-2663): declared with them */
+    if (json_object_size(tasks)) {
+        json_t *mine = json_object_get(meta, MX_REV_META_CAPS);
+        json_t *ext = json_object_get(mine, "extensions");
+        if (!json_is_object(ext)) {
+            ext = json_object();
+            json_object_set_new(mine, "extensions", ext);
+        }
+        json_object_set_new(ext, MX_REV_EXT_TASKS, json_object());
+    }
     return json_pack("{s:s, s:O, s:s, s:{s:o, s:o}}", "jsonrpc", "2.0", "id", id, "method",
-                     "subscriptions/listen", "params", "notifications", want, "_meta",
-                     meta_new(caps));
+                     "subscriptions/listen", "params", "notifications", want, "_meta", meta);
 }
 
 bool mx_up26_honoured(const json_t *ack, const char *uri)

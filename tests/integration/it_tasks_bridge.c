@@ -240,11 +240,47 @@ static void test_client26_on_server25(void **state)
     mx_it_pass();
 }
 
+/* A 2026-07-28 client follows a 2026-07-28 server's task: mcplex follows it
+ * on the server's listen stream and passes notifications/tasks on. */
+static void test_client26_follows_server26(void **state)
+{
+    struct world w;
+    (void)state;
+    world_start(&w);
+    struct mx_it_answer a;
+    mx_it_post26(w.base, "/mcp", "tools/call", "slow_compute",
+                 "\"name\":\"slow_compute\",\"arguments\":{\"seconds\":2,\"label\":\"neap\"}",
+                 TASKS_CAPS, NULL, NULL, NULL, &a);
+    json_t *created = mx_it_result(&a);
+    assert_string_equal(json_string_value(json_object_get(created, "resultType")), "task");
+    char *id = mx_xstrdup(json_string_value(json_object_get(created, "taskId")));
+    assert_sealed(id);
+    mx_it_answer_clear(&a);
+    char *acc = NULL;
+    size_t len = 0;
+    int fd = listen_task(&w, id, &acc, &len);
+    assert_true(mx_it_raw_wait(fd, &acc, &len, "\"status\":\"completed\"", 1, 15000));
+    const char *note = strstr(acc, "\"method\":\"notifications/tasks\"");
+    assert_non_null(note);
+    char *named = mx_xasprintf("\"taskId\":\"%s\"", id);
+    assert_non_null(strstr(note, named));
+    assert_non_null(strstr(note, "Computed neap in 2 s"));
+    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":90"));
+    free(named);
+    close(fd);
+    free(acc);
+    free(id);
+    world_end(&w);
+    mx_it_pass();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_client25_on_server26, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_client26_on_server25, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_client26_follows_server26, mx_it_setup,
+                                        mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -310,6 +310,13 @@ static void test_listen_tasks(void **state)
     json_t *want = parse("[\"t-1\",\"t-2\"]");
     assert_true(json_equal(json_object_get(n, "taskIds"), want));
     json_decref(want);
+    /* with the extension declared */
+    json_t *meta = json_object_get(json_object_get(m, "params"), "_meta");
+    json_t *ext = json_object_get(
+        json_object_get(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"),
+                        "extensions"),
+        "io.modelcontextprotocol/tasks");
+    assert_true(json_is_object(ext));
     json_decref(m);
     json_t *none = json_object();
     assert_null(mx_up26_listen(id, sc, NULL, none, NULL));
