@@ -733,8 +733,8 @@ static void route_scoped(struct mx_mcp *m, struct mx_session *s, struct mx_call 
 }
 
 /* MCP 2025-11-25 tasks: a request naming a task goes to the upstream its
- * sealed id names, with that upstream's own id, once the revision the
- * upstream speaks is known (|may_wait|: it may be learnt first). */
+ * sealed id names, with that upstream's own id (tasks.h says the rest;
+ * |may_wait|: its revision may be learnt first). */
 static void route_task_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, json_t *msg,
                           struct mx_mcpup *scope, bool may_wait);
 
@@ -749,23 +749,9 @@ static void route_task_as(struct mx_mcp *m, struct mx_session *s, struct mx_call
 {
     json_t *upmsg = NULL;
     struct mx_mcpup *u = mcp_tasks25_route(m, c, msg, scope, &upmsg);
-    if (u == NULL)
-        return;
-    if (may_wait && mcp_tasks_await_era(m, s, c, u, msg, scope, route_task_then)) {
-        json_decref(upmsg);
-        return;
-    }
-    json_t *known = mcp_tasks_known(m, u, msg, false);
-    if (known) {
-        json_decref(upmsg);
-        mx_call_result(c, known);
-    } else if (mcp_tasks_modern(u) &&
-               strcmp(json_string_value(json_object_get(msg, "method")), "tasks/result") == 0) {
-        /* SEP-2663 has no tasks/result: the status is followed to the end */
-        mcp_tasks25_result_relay(m, s, c, u, upmsg);
-    } else {
+    if (u &&
+        !mcp_tasks_take(m, s, c, u, msg, upmsg, scope, false, may_wait ? route_task_then : NULL))
         route_as(m, s, c, u, upmsg, NULL, 0, NULL);
-    }
 }
 
 /* tasks/list at /mcp and /mcp/<server>: the session's own tasks, from the

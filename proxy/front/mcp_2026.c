@@ -1369,28 +1369,12 @@ static void route_task(struct mx_mcp *m, struct mx_session *s, struct mx_call *c
 {
     json_t *upmsg = NULL;
     struct mx_mcpup *u = mcp_tasks_route(m, c, msg, scope, &upmsg);
-    if (u == NULL)
-        return;
-    if (may_wait && mcp_tasks_await_era(m, s, c, u, msg, scope, route_task_then)) {
-        json_decref(upmsg);
-        return;
-    }
-    json_t *known = mcp_tasks_known(m, u, msg, true);
-    const char *method = json_string_value(json_object_get(msg, "method"));
-    if (known) {
-        json_decref(upmsg);
-        finish_result(known, false, 0);
-        mx_call_result(c, known);
-    } else if (!mcp_tasks_modern(u) && strcmp(method, "tasks/get") == 0) {
-        /* a 2025 server's task: its status, and its result once ended */
-        mcp_tasks26_get_relay(m, c, u, upmsg);
-    } else {
+    if (u &&
+        !mcp_tasks_take(m, s, c, u, msg, upmsg, scope, true, may_wait ? route_task_then : NULL))
         call_start(m->modern, c, msg, u, upmsg,
                    json_string_value(json_object_get(json_object_get(msg, "params"), "taskId")),
                    scope);
-    }
 }
-
 static void dispatch(struct mcp_modern *mm, struct mx_call *c, json_t *msg, bool may_wait,
                      struct mx_mcpup *scope)
 {

@@ -653,6 +653,11 @@ struct relay {
     bool modern_client;
     json_t *caps; /* to a 2026 upstream: the clientCapabilities each request declares */
     json_t *task; /* from a 2025 upstream: its Task while the result is fetched */
+    /* only the session made ready (the revision learnt), then |then| runs */
+    mcp_tasks_then then;
+    struct mx_session *s;
+    struct mx_mcpup *scope;
+    json_t *msg;
 };
 
 #define RELAY_POLL_MIN_S 0.1
@@ -663,6 +668,7 @@ static void relay_free(struct relay *r)
     ev_timer_stop(r->m->loop, &r->tick);
     json_decref(r->caps);
     json_decref(r->task);
+    json_decref(r->msg);
     free(r->up_id);
     mx_call_release(r->c);
     free(r);
@@ -802,6 +808,16 @@ static void relay_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfai
     struct relay *r = data;
     (void)rpc;
     r->rpc = NULL;
+    if (r->then) {
+        /* the revision is known now, or the request fails as it would have */
+        struct mx_call *c = r->c;
+        mx_call_hold(c);
+        mx_call_unwait(c);
+        r->then(r->m, r->s, c, r->msg, r->scope);
+        relay_free(r);
+        mx_call_release(c);
+        return;
+    }
     if (resp == NULL) {
         mcp_up_note_fail(r->u, fail);
         relay_end(r, mx_upfail_error(r->u->cfg, fail), true);
@@ -817,18 +833,26 @@ static void relay_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfai
     }
 }
 
-static void relay_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                        struct mx_mcpup *u, json_t *upmsg, bool modern_client)
+static struct relay *relay_new(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                               struct mx_mcpup *u)
 {
-    const char *id = json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
     struct relay *r = mx_xcalloc(1, sizeof(*r));
     r->m = m;
     r->u = u;
     r->c = c;
     mx_call_hold(c);
+    ev_init(&r->tick, relay_tick);
+    r->ctx = mcp_up_session(u, s);
+    return r;
+}
+
+static void relay_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
+                        struct mx_mcpup *u, json_t *upmsg, bool modern_client)
+{
+    const char *id = json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
+    struct relay *r = relay_new(m, s, c, u);
     r->modern_client = modern_client;
     r->up_id = mx_xstrdup(id ? id : "");
-    ev_init(&r->tick, relay_tick);
     if (mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_cstr(r->up_id), m->task_key, r->sealed,
                          sizeof(r->sealed)) < 0)
         r->sealed[0] = '\0';
@@ -836,90 +860,54 @@ static void relay_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *
         r->caps = mcp_client_caps(s);
         json_object_set_new(r->caps, "extensions", json_pack("{s:{}}", MCP_TASKS_EXT));
     }
-    r->ctx = mcp_up_session(u, s);
     json_decref(upmsg);
     mx_call_wait(c, relay_gone, r);
     relay_send(r, "tasks/get");
 }
 
-void mcp_tasks25_result_relay(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                              struct mx_mcpup *u, json_t *upmsg)
+/* The revision |u| speaks is learnt on first contact: until then the
+ * session is made ready (a request with no message), the call waiting. */
+static bool await_era(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, struct mx_mcpup *u,
+                      json_t *msg, struct mx_mcpup *scope, mcp_tasks_then then)
 {
-    relay_start(m, s, c, u, upmsg, false);
-}
-
-void mcp_tasks26_get_relay(struct mx_mcp *m, struct mx_call *c, struct mx_mcpup *u, json_t *upmsg)
-{
-    relay_start(m, NULL, c, u, upmsg, true);
-}
-
-/* ---- an upstream whose revision is not known yet ---- */
-
-struct erawait {
-    struct mx_mcp *m;
-    struct mx_session *s;
-    struct mx_mcpup *scope;
-    struct mx_call *c;
-    struct mx_uprpc *rpc;
-    json_t *msg;
-    mcp_tasks_then then;
-};
-
-static void erawait_free(struct erawait *w)
-{
-    json_decref(w->msg);
-    mx_call_release(w->c);
-    free(w);
-}
-
-static void erawait_gone(struct mx_call *c, void *data)
-{
-    struct erawait *w = data;
-    (void)c;
-    if (w->rpc)
-        w->m->ops->cancel(w->rpc);
-    erawait_free(w);
-}
-
-static void erawait_done(struct mx_uprpc *rpc, json_t *resp, const struct mx_upfail *fail,
-                         void *data)
-{
-    struct erawait *w = data;
-    (void)rpc;
-    (void)resp;
-    (void)fail;
-    w->rpc = NULL;
-    struct mx_call *c = w->c;
-    mx_call_hold(c);
-    mx_call_unwait(c);
-    /* known now, or the request fails as it would have */
-    w->then(w->m, w->s, c, w->msg, w->scope);
-    erawait_free(w);
-    mx_call_release(c);
-}
-
-bool mcp_tasks_await_era(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                         struct mx_mcpup *u, json_t *msg, struct mx_mcpup *scope,
-                         mcp_tasks_then then)
-{
-    static const struct mx_uprpc_cbs cbs = {NULL, erawait_done, NULL};
+    static const struct mx_uprpc_cbs cbs = {NULL, relay_done, NULL};
     if (u->env.era != MX_UPSESS_ERA_UNKNOWN)
         return false;
-    struct erawait *w = mx_xcalloc(1, sizeof(*w));
-    w->m = m;
-    w->s = s;
-    w->scope = scope;
-    w->c = c;
-    w->msg = json_incref(msg);
-    w->then = then;
-    struct upctx *ctx = mcp_up_session(u, s);
-    /* no message: the session only made ready, which learns the revision */
-    if (m->ops->request(ctx->v.s, NULL, (long)u->cfg->request_timeout_ms, &cbs, w, &w->rpc) != 0) {
-        json_decref(w->msg);
-        free(w);
+    struct relay *r = relay_new(m, s, c, u);
+    r->then = then;
+    r->s = s;
+    r->scope = scope;
+    r->msg = json_incref(msg);
+    if (m->ops->request(r->ctx->v.s, NULL, (long)u->cfg->request_timeout_ms, &cbs, r, &r->rpc) !=
+        0) {
+        relay_free(r);
         return false;
     }
-    mx_call_hold(c);
-    mx_call_wait(c, erawait_gone, w);
+    mx_call_wait(c, relay_gone, r);
+    return true;
+}
+
+bool mcp_tasks_take(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, struct mx_mcpup *u,
+                    json_t *msg, json_t *upmsg, struct mx_mcpup *scope, bool modern,
+                    mcp_tasks_then then)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *known = NULL;
+    if (then && await_era(m, s, c, u, msg, scope, then)) {
+        json_decref(upmsg);
+    } else if ((known = mcp_tasks_known(m, u, msg, modern)) != NULL) {
+        json_decref(upmsg);
+        if (modern)
+            mcp_modern_finish(known);
+        mx_call_result(c, known);
+    } else if (!modern && mcp_tasks_modern(u) && strcmp(method, "tasks/result") == 0) {
+        /* SEP-2663 has no tasks/result: the status is followed to the end */
+        relay_start(m, s, c, u, upmsg, false);
+    } else if (modern && !mcp_tasks_modern(u) && strcmp(method, "tasks/get") == 0) {
+        /* a 2025 server's task: its status, and its result once ended */
+        relay_start(m, NULL, c, u, upmsg, true);
+    } else {
+        return false;
+    }
     return true;
 }

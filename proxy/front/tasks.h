@@ -163,25 +163,26 @@ bool mcp_tasks26_wanted(const struct mx_mcpup *u, const json_t *msg, const char 
 /* The 2025 |*result| (replaced) of 2026 request |method| as SEP-2663 says
  * it: a flat CreateTaskResult, a cancel's acknowledgement. */
 void mcp_tasks26_from25(const char *method, json_t **result);
-/* A 2025 session |s|'s tasks/result of a task on 2026-07-28 |u|, and a 2026
- * client's tasks/get of a task on a 2025 |u|: answered in steps. |upmsg|
- * (owned) carries the upstream's task id. */
-void mcp_tasks25_result_relay(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                              struct mx_mcpup *u, json_t *upmsg);
-void mcp_tasks26_get_relay(struct mx_mcp *m, struct mx_call *c, struct mx_mcpup *u, json_t *upmsg);
-
 /*
- * Which revision |u| speaks decides how a task request goes, and it is
- * learnt on first contact (after a restart, say). While it is unknown the
- * upstream session of client session |s| (NULL: stateless) is made ready
- * first, call |c| waiting; then |then| runs with the same arguments (its
- * revision known, or the contact failed: it must not wait again). Returns
- * false, doing nothing, when the revision is known.
+ * What is the same for a task request of either era, routed to |u| as
+ * |upmsg| (owned) by a 2026-07-28 client (|modern|) or a 2025 session |s|:
+ * - the revision |u| speaks decides how it goes, and it is learnt on first
+ *   contact (after a restart, say): while it is unknown the upstream
+ *   session is made ready first, call |c| waiting, then |then| runs with
+ *   the same arguments (the revision known, or the contact failed); |then|
+ *   NULL: no waiting (the second time);
+ * - tasks/get from the book (mcp_tasks_known);
+ * - what one era asks in one request and the other in several, answered
+ *   in steps of mcplex's own requests: a 2025 client's tasks/result of a
+ *   2026-07-28 upstream's task (which has no tasks/result) follows
+ *   tasks/get to the end; a 2026 client's tasks/get of a 2025 upstream's
+ *   task asks tasks/result too once the task has ended, and inlines it.
+ * Returns true when |c| was taken so; false: the caller routes |upmsg|.
  */
 typedef void (*mcp_tasks_then)(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
                                json_t *msg, struct mx_mcpup *scope);
-bool mcp_tasks_await_era(struct mx_mcp *m, struct mx_session *s, struct mx_call *c,
-                         struct mx_mcpup *u, json_t *msg, struct mx_mcpup *scope,
-                         mcp_tasks_then then);
+bool mcp_tasks_take(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, struct mx_mcpup *u,
+                    json_t *msg, json_t *upmsg, struct mx_mcpup *scope, bool modern,
+                    mcp_tasks_then then);
 
 #endif
