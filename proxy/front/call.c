@@ -44,7 +44,7 @@ const struct mx_call_upops mx_call_upsess = {
     mx_upsess_new,         mx_upsess_close,    mx_upsess_key,       mx_upsess_is_ready,
     mx_upsess_init_result, mx_upsess_request,  mx_uprpc_cancel,     mx_uprpc_resume,
     mx_uprpc_input_key,    mx_upsess_send,     mx_upsess_env_clear, mx_uprpc_want_raw,
-    mx_uprpc_raw_result,   mx_uprpc_give_text,
+    mx_uprpc_raw_result,   mx_uprpc_give_text, mx_upsess_keep,      mx_upsess_session_id,
 };
 
 size_t mx_call_live_cnt(void)

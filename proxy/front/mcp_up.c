@@ -175,6 +175,49 @@ static void on_up_message(struct mx_upsess *s, uint64_t key, json_t *msg, void *
 
 static void send_level(struct upctx *ctx, int level);
 
+/*
+ * MCP 2025-11-25 tasks live in a server's session (server-everything keeps
+ * them there), so the shared session of an upstream that runs tasks
+ * outlives mcplex: kept beside its catalogue (mx_catalogue_session_save),
+ * not ended when mcplex stops, and taken up again by the next run, so a
+ * task still reaches its server after a restart.
+ */
+static char *kept_session_path(const struct mx_mcpup *u)
+{
+    json_t *caps = json_object_get(u->init, "capabilities");
+    if (u->m->cfg->proxy.state_dir == NULL || u->m->ops->keep == NULL ||
+        !json_is_object(json_object_get(caps, "tasks")) ||
+        !(mx_upsess_caps(u->cfg) & MX_UPSESS_CAP_CATALOGUE))
+        return NULL;
+    return mx_catalogue_path(u->m->cfg->proxy.state_dir, u->cfg);
+}
+
+static void session_kept(struct upctx *ctx)
+{
+    struct mx_mcpup *u = ctx->u;
+    const char *version;
+    char *path = ctx->owner == NULL ? kept_session_path(u) : NULL;
+    const char *sid = path ? u->m->ops->session_id(ctx->v.s, &version) : NULL;
+    if (sid) {
+        mx_catalogue_session_save(path, u->cfg, sid, version);
+        u->m->ops->keep(ctx->v.s, NULL, NULL, NULL);
+    }
+    free(path);
+}
+
+static void session_take_up(struct upctx *ctx)
+{
+    struct mx_mcpup *u = ctx->u;
+    char *sid, *version;
+    char *path = ctx->owner == NULL ? kept_session_path(u) : NULL;
+    if (path && mx_catalogue_session_load(path, u->cfg, &sid, &version) == 0) {
+        u->m->ops->keep(ctx->v.s, sid, version, u->init);
+        free(sid);
+        free(version);
+    }
+    free(path);
+}
+
 static void on_up_ready(struct mx_upsess *s, json_t *init, void *data)
 {
     struct upctx *ctx = data;
@@ -183,6 +226,7 @@ static void on_up_ready(struct mx_upsess *s, json_t *init, void *data)
     bool again = u->init != NULL && ctx->owner == NULL;
     json_decref(u->init);
     u->init = json_incref(init);
+    session_kept(ctx);
     if (again) {
         /* a new session on an upstream we knew: it may have restarted with
          * other lists; look again (MCP 2025-06-18, Session Management) */
@@ -260,6 +304,7 @@ struct upctx *mcp_up_session(struct mx_mcpup *u, struct mx_session *s)
         ctx->v.s =
             u->m->ops->open(&u->env, caps, ctx->owner ? ctx->owner->id : NULL, &upsess_cbs, ctx);
         json_decref(caps);
+        session_take_up(ctx);
     }
     return ctx;
 }

@@ -4,11 +4,13 @@
  * upstream's lists were fetched afresh (after a wake or a list_changed):
  * small files, rarely, so the write happens on the loop.
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "catalogue.h"
@@ -122,5 +124,63 @@ int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const j
         rc = MX_EIO;
     }
     free(text);
+    return rc;
+}
+
+static char *session_path(const char *cat_path)
+{
+    return mx_xasprintf("%s.session", cat_path);
+}
+
+int mx_catalogue_session_load(const char *cat_path, const struct mx_server_cfg *cfg, char **sid,
+                              char **version)
+{
+    *sid = *version = NULL;
+    char *path = session_path(cat_path);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    free(path);
+    struct stat st;
+    json_t *j = NULL;
+    json_error_t err;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+        (st.st_mode & 077) == 0 && st.st_size < 4096)
+        j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &err);
+    if (fd >= 0)
+        close(fd);
+    const char *url = json_string_value(json_object_get(j, "url"));
+    const char *id = json_string_value(json_object_get(j, "id"));
+    const char *v = json_string_value(json_object_get(j, "version"));
+    int rc = MX_ENOTFOUND;
+    if (url && id && v && cfg->url && strcmp(url, cfg->url) == 0) {
+        *sid = mx_xstrdup(id);
+        *version = mx_xstrdup(v);
+        rc = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+int mx_catalogue_session_save(const char *cat_path, const struct mx_server_cfg *cfg,
+                              const char *sid, const char *version)
+{
+    char *path = session_path(cat_path);
+    int rc = 0;
+    if (sid == NULL) {
+        unlink(path);
+    } else {
+        json_t *j = json_pack("{s:s, s:s, s:s}", "url", cfg->url ? cfg->url : "", "id", sid,
+                              "version", version ? version : "");
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        struct mx_diag d = {0};
+        char line[1024];
+        if (text == NULL || mx_file_save_private(path, text, strlen(text), &d) != 0) {
+            mx_log_warn("catalogue", "cannot keep the upstream session: %s",
+                        text ? mx_diag_format(&d, line, sizeof(line)) : "out of memory");
+            rc = MX_EIO;
+        }
+        free(text);
+    }
+    free(path);
     return rc;
 }

@@ -46,4 +46,17 @@ int mx_catalogue_load(const char *path, const struct mx_server_cfg *cfg, json_t 
 int mx_catalogue_save(const char *path, const struct mx_server_cfg *cfg, const json_t *init,
                       json_t *const lists[MX_CATALOGUE_KINDS]);
 
+/*
+ * The upstream session an earlier run kept open for |cfg| (mx_upsess_keep):
+ * its id and revision, beside the catalogue in |cat_path|'s directory as
+ * <catalogue>.session (owner-only; a session id opens nothing without the
+ * credential, which is never stored). Load gives new strings in |*sid| and
+ * |*version| (caller frees) and returns 0, or MX_ENOTFOUND (none, another
+ * URL's, unreadable, or not owner-only). Save with |sid| NULL removes it.
+ */
+int mx_catalogue_session_load(const char *cat_path, const struct mx_server_cfg *cfg, char **sid,
+                              char **version);
+int mx_catalogue_session_save(const char *cat_path, const struct mx_server_cfg *cfg,
+                              const char *sid, const char *version);
+
 #endif

@@ -119,6 +119,18 @@ bool mx_upsess_is_ready(const struct mx_upsess *s)
     return s && s->ready;
 }
 
+void mx_upsess_keep(struct mx_upsess *s, const char *sid, const char *version, const json_t *init)
+{
+    if (s && s->ops->keep)
+        s->ops->keep(s, sid, version, init);
+}
+
+const char *mx_upsess_session_id(const struct mx_upsess *s, const char **version)
+{
+    *version = NULL;
+    return s && s->ready && s->ops->session_id ? s->ops->session_id(s, version) : NULL;
+}
+
 json_t *mx_upsess_init_result(const struct mx_upsess *s)
 {
     return s ? s->init_result : NULL;

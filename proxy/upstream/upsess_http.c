@@ -109,6 +109,7 @@ static void session_free(struct mx_uph_sess *s)
     json_decref(s->subs);
     json_decref(s->task_subs);
     free(s->sid);
+    free(s->resume_sid);
     mx_upsess_base_clear(&s->base);
     free(s);
 }
@@ -564,6 +565,15 @@ static void session_init(struct mx_uph_sess *s)
     if (s->state != MX_UPH_IDLE)
         return;
     set_state(s, MX_UPH_INIT);
+    if (s->resume_sid && s->base.init_result) {
+        /* an earlier run's session: on in it (a 404 starts a new one) */
+        s->sid = s->resume_sid;
+        s->resume_sid = NULL;
+        s->base.env->era = MX_UPSESS_ERA_LEGACY;
+        mx_log_debug(SUBSYS, "up:%s going on in the session an earlier run kept", mx_uph_name(s));
+        mx_uph_session_ready(s);
+        return;
+    }
     if (s->base.env->era == MX_UPSESS_ERA_LEGACY) {
         mx_uph_initialize(s);
         return;
@@ -1157,9 +1167,32 @@ static void http_close(struct mx_upsess *pub)
         n = op->next;
         mx_uph_op_kill(op);
     }
-    if (had_session)
+    if (had_session && !s->keep)
         send_bye(s);
     mx_uph_unref(s);
+}
+
+static void http_keep(struct mx_upsess *pub, const char *sid, const char *version,
+                      const json_t *init)
+{
+    struct mx_uph_sess *s = HS(pub);
+    s->keep = true;
+    if (sid == NULL || !json_is_object(init) || s->state != MX_UPH_IDLE || s->sid)
+        return;
+    free(s->resume_sid);
+    s->resume_sid = mx_xstrdup(sid);
+    snprintf(s->version, sizeof(s->version), "%s", version ? version : "");
+    json_decref(s->base.init_result);
+    s->base.init_result = json_deep_copy(init);
+}
+
+static const char *http_session_id(const struct mx_upsess *pub, const char **version)
+{
+    const struct mx_uph_sess *s = (const struct mx_uph_sess *)pub;
+    if (s->modern || s->sid == NULL)
+        return NULL;
+    *version = s->version;
+    return s->sid;
 }
 
 static int http_request(struct mx_upsess *pub, json_t *msg, long timeout_ms,
@@ -1238,4 +1271,6 @@ const struct mx_upsess_ops mx_upsess_http_ops = {
     .resume = http_resume,
     .input_key = mx_uph26_input_key,
     .env_clear = http_env_clear,
+    .keep = http_keep,
+    .session_id = http_session_id,
 };

@@ -119,6 +119,8 @@ struct mx_uph_sess {
     enum mx_uph_state state;
     char *sid;
     char version[16];
+    bool keep;                 /* not ended at close: the next run takes it up (mx_upsess_keep) */
+    char *resume_sid;          /* an earlier run's session to go on in, before the first request */
     struct mx_uph_op *op_head; /* every exchange not yet freed */
     struct mx_uph_rpc *rpcs;
     struct mx_uph_rpc *rpcs_tail; /* where new requests go: in the order they came */

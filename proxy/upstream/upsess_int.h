@@ -51,6 +51,9 @@ struct mx_upsess_ops {
     /* Optional: drop what this transport keeps in |env| (mx_upsess_env_clear
      * calls it for every env, whatever the transport of its upstream). */
     void (*env_clear)(struct mx_upsess_env *env);
+    /* Optional (mx_upsess_keep): NULL where there is no session to keep. */
+    void (*keep)(struct mx_upsess *s, const char *sid, const char *version, const json_t *init);
+    const char *(*session_id)(const struct mx_upsess *s, const char **version);
 };
 
 /* The transports (the table in upsess.c). */

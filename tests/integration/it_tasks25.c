@@ -13,6 +13,7 @@
  * mcplex's book of tasks knows whose task it is.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,8 @@ struct world {
     char token[MX_IT_CANARY_SIZE];
     int port;
     char *trace;
+    char *cfg_path;
+    pid_t mcplex;
 };
 
 static void world_start(struct world *w)
@@ -42,15 +45,17 @@ static void world_start(struct world *w)
     char *secret = mx_it_secret_file("everything.secret", w->token);
     w->port = mx_it_free_port();
     w->trace = mx_it_path("trace.jsonl");
+    char *state = mx_it_path("state");
     char *cfg = mx_xasprintf("[listen]\naddress = \"127.0.0.1:%d\"\ntls = false\n"
-                             "[proxy]\ntrace = \"%s\"\n"
+                             "[proxy]\ntrace = \"%s\"\nstate_dir = \"%s\"\n"
                              "[servers.everything]\nurl = \"http://127.0.0.1:%d/mcp\"\n"
                              "auth = \"bearer\"\nsecret = \"file:%s\"\n",
-                             w->port, w->trace, ev_port, secret);
-    char *cfg_path = mx_it_path("mcplex.toml");
-    assert_int_equal(mx_it_write_file(cfg_path, cfg, strlen(cfg)), 0);
-    assert_true(mx_it_start_mcplex(cfg_path, w->port) > 0);
-    free(cfg_path);
+                             w->port, w->trace, state, ev_port, secret);
+    w->cfg_path = mx_it_path("mcplex.toml");
+    assert_int_equal(mx_it_write_file(w->cfg_path, cfg, strlen(cfg)), 0);
+    w->mcplex = mx_it_start_mcplex(w->cfg_path, w->port);
+    assert_true(w->mcplex > 0);
+    free(state);
     free(cfg);
     free(secret);
 }
@@ -159,6 +164,7 @@ static void test_tasks25_scoped(void **state)
     assert_non_null(strstr(trace, "\"taskId\""));
     free(trace);
     free(w.trace);
+    free(w.cfg_path);
     mx_it_pass();
 }
 
@@ -169,6 +175,63 @@ static void test_tasks25_merged(void **state)
     world_start(&w);
     run_task(&w, "/mcp", TOOL);
     free(w.trace);
+    free(w.cfg_path);
+    mx_it_pass();
+}
+
+/* server-everything keeps a task in the MCP session that made it: mcplex
+ * keeps that upstream session across its restart (beside the catalogue in
+ * the state dir, never ended with DELETE when it stops), so a new client's
+ * tasks/result of the task reaches it after mcplex restarted. */
+static void test_tasks25_restart(void **state)
+{
+    struct world w;
+    (void)state;
+    world_start(&w);
+    char *url = mx_xasprintf("http://127.0.0.1:%d/mcp", w.port);
+    char *ready = mx_it_path("ready");
+    char *go = mx_it_path("go");
+    char *args = mx_xasprintf("{\"name\":\"%s\",\"arguments\":{\"topic\":\"currents\"},"
+                              "\"ready_file\":\"%s\",\"go_file\":\"%s\"}",
+                              TOOL, ready, go);
+    assert_int_equal(mx_it_write_file(go, "go\n", 3), 0);
+    json_t *out = mx_it_client_ok(url, "task-pause", args);
+    const char *id = json_string_value(
+        json_object_get(json_object_get(json_object_get(out, "created"), "task"), "taskId"));
+    assert_non_null(id);
+    assert_false(is_hex32(id));
+    char *rargs = mx_xasprintf("{\"id\":\"%s\"}", id);
+    json_decref(out);
+
+    assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
+    assert_int_equal(mx_it_wait_exit(w.mcplex, 10000), 0);
+    w.mcplex = mx_it_start_mcplex(w.cfg_path, w.port);
+    assert_true(w.mcplex > 0);
+    out = mx_it_client_ok(url, "task-result", rargs);
+    json_t *result = json_object_get(out, "result");
+    if (json_object_get(result, "error"))
+        fail_msg("tasks/result after the restart failed: %s", json_dumps(result, 0));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    assert_non_null(text);
+    assert_non_null(strstr(text, "Research Report: currents"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out, "get"), "status")),
+                        "completed");
+    json_decref(out);
+    /* what is kept names no credential */
+    char *st = mx_it_path("state");
+    const char *paths[] = {st, NULL};
+    char **hits = NULL;
+    assert_int_equal(mx_it_scan_for(paths, w.token, &hits), 0);
+    mx_it_strv_free(hits);
+    free(st);
+    free(rargs);
+    free(args);
+    free(go);
+    free(ready);
+    free(url);
+    free(w.trace);
+    free(w.cfg_path);
     mx_it_pass();
 }
 
@@ -177,6 +240,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tasks25_scoped, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_tasks25_merged, mx_it_setup, mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_tasks25_restart, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

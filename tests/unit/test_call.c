@@ -234,8 +234,9 @@ static void f_give_text(struct mx_uprpc *r, char *text, size_t len)
 }
 
 static const struct mx_call_upops fake_ops = {
-    f_open,   f_close,     f_key,  f_is_ready,  f_init_result, f_request,    f_cancel,
-    f_resume, f_input_key, f_send, f_env_clear, f_want_raw,    f_raw_result, f_give_text,
+    f_open,       f_close,     f_key,       f_is_ready, f_init_result, f_request,
+    f_cancel,     f_resume,    f_input_key, f_send,     f_env_clear,   f_want_raw,
+    f_raw_result, f_give_text, NULL,        NULL, /* no session is kept */
 };
 
 /* The call the test drives: the last tools/call sent upstream. */

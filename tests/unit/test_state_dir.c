@@ -210,6 +210,41 @@ static void test_state_dir_catalogue_no_follow(void **state)
     free(state_dir);
 }
 
+/* The upstream session kept beside a catalogue: owner-only, for its URL
+ * only, gone when saved as none. */
+static void test_state_dir_kept_session(void **state)
+{
+    (void)state;
+    struct mx_server_cfg cfg;
+    char *state_dir = mx_xasprintf("%s/state", tmp_dir);
+    char *path = catalogue_for(state_dir, &cfg);
+    char *kept = mx_xasprintf("%s.session", path);
+    char *sid = NULL, *version = NULL;
+    assert_int_equal(mx_catalogue_session_load(path, &cfg, &sid, &version), MX_ENOTFOUND);
+    assert_int_equal(mx_catalogue_session_save(path, &cfg, "0123abcd", "2025-11-25"), 0);
+    assert_int_equal(mode_of(kept), 0600);
+    assert_int_equal(mx_catalogue_session_load(path, &cfg, &sid, &version), 0);
+    assert_string_equal(sid, "0123abcd");
+    assert_string_equal(version, "2025-11-25");
+    free(sid);
+    free(version);
+    /* another URL under the same name: not its session */
+    static char other_url[] = "http://127.0.0.1:2/mcp";
+    cfg.url = other_url;
+    assert_int_equal(mx_catalogue_session_load(path, &cfg, &sid, &version), MX_ENOTFOUND);
+    assert_null(sid);
+    cfg.url = server_url;
+    /* readable by others: not taken */
+    assert_int_equal(chmod(kept, 0644), 0);
+    assert_int_equal(mx_catalogue_session_load(path, &cfg, &sid, &version), MX_ENOTFOUND);
+    assert_int_equal(chmod(kept, 0600), 0);
+    assert_int_equal(mx_catalogue_session_save(path, &cfg, NULL, NULL), 0);
+    assert_int_equal(access(kept, F_OK), -1);
+    free(kept);
+    free(path);
+    free(state_dir);
+}
+
 /* A catalogue directory others can write to is not written into. */
 static void test_state_dir_catalogue_refuses_open_dir(void **state)
 {
@@ -242,6 +277,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_dir_private_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_dir_catalogue_no_follow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_dir_catalogue_refuses_open_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_state_dir_kept_session, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
