@@ -50,10 +50,10 @@ struct lcall {
     int sub_op; /* +1 resources/subscribe, -1 unsubscribe, 0 neither */
     bool tasks; /* MCP 2025-11-25 tasks: its answer's task ids are sealed */
     /* ... to a 2026-07-28 upstream: its answers are put in 2025 form
-     * (tasks.h): the method, and the upstream's task id it names */
+     * (tasks.h), by the method */
     bool tasks26;
     char method[16];
-    char *task_up;
+    char *task_up; /* the upstream's task id it names, kept out of errors */
     char *sub_uri;
 };
 
@@ -174,7 +174,8 @@ static json_t *lcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     json_t *err = json_object_get(resp, "error");
     if (err) {
         *is_error = true;
-        return json_incref(err);
+        return lc->task_up ? mcp_tasks_scrub(lc->u->m, lc->u, lc->task_up, json_deep_copy(err))
+                           : json_incref(err);
     }
     json_t *result = json_object_get(resp, "result");
     result = result ? json_deep_copy(result) : json_object();
@@ -298,12 +299,13 @@ static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, 
     lc->sub_op = sub_op;
     const char *method = json_string_value(json_object_get(upmsg, "method"));
     lc->tasks = mcp_tasks25_involved(method, upmsg);
+    const char *tid =
+        json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
+    if (lc->tasks && tid)
+        lc->task_up = mx_xstrdup(tid);
     if (lc->tasks && mcp_tasks_modern(u)) {
-        const char *tid =
-            json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
         lc->tasks26 = true;
         snprintf(lc->method, sizeof(lc->method), "%s", method);
-        lc->task_up = tid ? mx_xstrdup(tid) : NULL;
         mcp_tasks25_declare(upmsg, s);
         text = NULL;
     }

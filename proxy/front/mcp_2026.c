@@ -452,7 +452,12 @@ static json_t *mcall_answer(struct mx_call *c, json_t *resp, const struct mx_upf
     json_t *err = json_object_get(resp, "error");
     if (json_is_object(err)) {
         json_t *out = json_deep_copy(err);
+        struct mx_taskid t;
         *is_error = true;
+        /* the client named the task by its sealed id (mcall's name) */
+        if (mcp_tasks_method(mc->method) &&
+            mcp_tasks_upstream(mc->mm->m, mc->name, NULL, &t) == mc->u)
+            out = mcp_tasks_scrub(mc->mm->m, mc->u, t.up, out);
         json_int_t code = json_integer_value(json_object_get(out, "code"));
         if (code == MX_REV_MISSING_CAPABILITY)
             *status = 400;

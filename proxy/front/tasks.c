@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "front_int.h"
 #include "log.h"
 #include "revision.h"
@@ -677,6 +678,8 @@ static void relay_free(struct relay *r)
 static void relay_end(struct relay *r, json_t *payload, bool is_error)
 {
     struct mx_call *c = r->c;
+    if (is_error)
+        payload = mcp_tasks_scrub(r->m, r->u, r->up_id, payload);
     mx_call_hold(c);
     mx_call_unwait(c);
     if (r->modern_client && !is_error)
@@ -910,4 +913,33 @@ bool mcp_tasks_take(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, s
         return false;
     }
     return true;
+}
+
+json_t *mcp_tasks_scrub(struct mx_mcp *m, const struct mx_mcpup *u, const char *up_id, json_t *err)
+{
+    /* a short id could stand for any digits in the text */
+    size_t n = up_id ? strlen(up_id) : 0;
+    char sealed[MX_TASKID_TEXT_MAX];
+    char *text = n >= 8 ? json_dumps(err, JSON_COMPACT) : NULL;
+    if (text == NULL || strstr(text, up_id) == NULL ||
+        mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_make(up_id, n), m->task_key, sealed,
+                         sizeof(sealed)) < 0) {
+        free(text);
+        return err;
+    }
+    struct mx_buf b;
+    mx_buf_init(&b, SIZE_MAX);
+    const char *p = text;
+    for (const char *hit; (hit = strstr(p, up_id)) != NULL; p = hit + n) {
+        mx_buf_append(&b, p, (size_t)(hit - p));
+        mx_buf_append(&b, sealed, strlen(sealed));
+    }
+    mx_buf_append(&b, p, strlen(p));
+    json_t *out = json_loadb(mx_buf_data(&b), mx_buf_len(&b), 0, NULL);
+    mx_buf_clear(&b);
+    free(text);
+    if (out == NULL)
+        return err;
+    json_decref(err);
+    return out;
 }

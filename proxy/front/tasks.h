@@ -146,6 +146,11 @@ void mcp_tasks26_status(struct mx_mcp *m, struct mx_mcpup *u, const json_t *msg)
  * put in SEP-2663 form. What one era asks in one request and the other in
  * several is relayed in steps (tasks.c).
  */
+/* Error |err| (owned) of |u| about its task |up_id|, with that id replaced
+ * by the sealed one wherever it appears (a server's "Task not found: <its
+ * id>"): the client never sees an upstream's task id. Returns |err| or
+ * its replacement. */
+json_t *mcp_tasks_scrub(struct mx_mcp *m, const struct mx_mcpup *u, const char *up_id, json_t *err);
 /* Whether |u| speaks 2026-07-28. */
 bool mcp_tasks_modern(const struct mx_mcpup *u);
 /* 2025 session |s|'s task request |upmsg| to a 2026-07-28 upstream:

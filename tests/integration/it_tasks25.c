@@ -12,6 +12,7 @@
  * same sealed id, though its upstream session is shared by every client:
  * mcplex's book of tasks knows whose task it is.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -218,6 +220,37 @@ static void test_tasks25_restart(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(out, "get"), "status")),
                         "completed");
     json_decref(out);
+
+    /* without the kept session the server has lost the task: the client
+     * hears so, in words that never show the server's own id */
+    assert_int_equal(mx_it_signal(w.mcplex, SIGTERM), 0);
+    assert_int_equal(mx_it_wait_exit(w.mcplex, 10000), 0);
+    char *cat = mx_it_path("state/catalogue");
+    DIR *d = opendir(cat);
+    assert_non_null(d);
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n > 8 && strcmp(e->d_name + n - 8, ".session") == 0) {
+            char *f = mx_xasprintf("%s/%s", cat, e->d_name);
+            assert_int_equal(unlink(f), 0);
+            free(f);
+            removed++;
+        }
+    }
+    closedir(d);
+    assert_int_equal(removed, 1);
+    w.mcplex = mx_it_start_mcplex(w.cfg_path, w.port);
+    assert_true(w.mcplex > 0);
+    out = mx_it_client_ok(url, "task-result", rargs);
+    const char *msg = json_string_value(
+        json_object_get(json_object_get(json_object_get(out, "result"), "error"), "message"));
+    assert_non_null(msg);
+    fprintf(stderr, "# a lost task: %s\n", msg);
+    for (const char *p = msg; *p; p++)
+        assert_false(strspn(p, "0123456789abcdef") >= 32);
+    json_decref(out);
+    free(cat);
     /* what is kept names no credential */
     char *st = mx_it_path("state");
     const char *paths[] = {st, NULL};
