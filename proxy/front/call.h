@@ -62,7 +62,8 @@ struct mx_call_upops {
     /* the request's bytes (mx_uprpc_give_text); NULL: never given */
     void (*give_text)(struct mx_uprpc *r, char *text, size_t len);
     /* mx_upsess_keep and mx_upsess_session_id; NULL: no session is kept */
-    void (*keep)(struct mx_upsess *s, const char *sid, const char *version, const json_t *init);
+    void (*keep)(struct mx_upsess *s, bool on, const char *sid, const char *version,
+                 const json_t *init);
     const char *(*session_id)(const struct mx_upsess *s, const char **version);
 };
 

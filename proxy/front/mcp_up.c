@@ -200,7 +200,7 @@ static void session_kept(struct upctx *ctx)
     const char *sid = path ? u->m->ops->session_id(ctx->v.s, &version) : NULL;
     if (sid) {
         mx_catalogue_session_save(path, u->cfg, sid, version);
-        u->m->ops->keep(ctx->v.s, NULL, NULL, NULL);
+        u->m->ops->keep(ctx->v.s, true, NULL, NULL, NULL);
     }
     free(path);
 }
@@ -211,7 +211,7 @@ static void session_take_up(struct upctx *ctx)
     char *sid, *version;
     char *path = ctx->owner == NULL ? kept_session_path(u) : NULL;
     if (path && mx_catalogue_session_load(path, u->cfg, &sid, &version) == 0) {
-        u->m->ops->keep(ctx->v.s, sid, version, u->init);
+        u->m->ops->keep(ctx->v.s, true, sid, version, u->init);
         free(sid);
         free(version);
     }
@@ -1612,6 +1612,13 @@ void mx_mcp_slot_gone(struct mx_mcp *m, size_t idx)
         if (sx && sx->scope == u)
             mx_session_close(s);
         s = next;
+    }
+    /* a server no longer configured: its session ends, nothing is kept */
+    char *kept = u->shared.v.s ? kept_session_path(u) : NULL;
+    if (kept) {
+        m->ops->keep(u->shared.v.s, false, NULL, NULL, NULL);
+        mx_catalogue_session_save(kept, u->cfg, NULL, NULL);
+        free(kept);
     }
     ctx_close(u, &u->shared);
     for (struct mx_session *s = mx_session_first(m->sessions); s; s = s->next) {

@@ -283,12 +283,17 @@ struct booked {
     bool modern;       /* |task| is a 2026-07-28 one (else 2025-11-25) */
 };
 
+struct relay;
+
 struct mcp_taskbook {
     struct booked *head;
     struct booked *tail;
     size_t cnt;
     size_t bytes;
+    struct relay *relays; /* the task requests answered in steps (below) */
 };
+
+static void relays_retired(struct mcp_taskbook *b, size_t idx);
 
 struct mcp_taskbook *mcp_taskbook_new(void)
 {
@@ -334,6 +339,7 @@ void mcp_taskbook_retired(struct mcp_taskbook *b, size_t idx)
         if (e->up == idx)
             drop(b, e);
     }
+    relays_retired(b, idx);
 }
 
 static struct booked *find(struct mcp_taskbook *b, const char *id, ev_tstamp now)
@@ -357,8 +363,12 @@ static bool terminal(const json_t *task)
                   strcmp(st, "cancelled") == 0);
 }
 
-void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner,
-                    bool modern)
+/* |may_add|: a task not in the book yet is added (else only one it holds
+ * is updated: a notification about a task no client asked about is news to
+ * nobody, and a hostile upstream's stream of them must not push the
+ * others out). */
+static void note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner,
+                 bool modern, bool may_add)
 {
     struct mcp_taskbook *b = m->tasks;
     const char *id = json_string_value(json_object_get(task, "taskId"));
@@ -375,6 +385,8 @@ void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *ta
             drop(b, e); /* what is kept would be older than what was said */
         return;
     }
+    if (e == NULL && !may_add)
+        return;
     if (e == NULL) {
         e = mx_xcalloc(1, sizeof(*e));
         e->id = mx_xstrdup(id);
@@ -410,6 +422,12 @@ void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *ta
         b->tail = e;
     while (b->cnt > MCP_TASKS_BOOK_MAX || b->bytes > MCP_TASKS_BOOK_BYTES)
         drop(b, b->tail);
+}
+
+void mcp_tasks_note(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *task, uint64_t owner,
+                    bool modern)
+{
+    note(m, u, task, owner, modern, true);
 }
 
 json_t *mcp_tasks_known(struct mx_mcp *m, const struct mx_mcpup *u, const json_t *msg, bool modern)
@@ -458,7 +476,7 @@ void mcp_tasks25_status(struct mx_mcp *m, struct mx_mcpup *u, struct mx_session 
         mcp_up_dropped(u, "notifications/tasks/status", "names no task");
         return;
     }
-    mcp_tasks_note(m, u, params, 0, false);
+    note(m, u, params, 0, false, false);
     struct booked *e =
         find(m->tasks, json_string_value(json_object_get(params, "taskId")), ev_now(m->loop));
     /* on a shared upstream session only the book knows whose task it is */
@@ -486,7 +504,7 @@ void mcp_tasks26_status(struct mx_mcp *m, struct mx_mcpup *u, const json_t *msg)
     json_object_del(t, "resultType");
     /* the upstream's listen, not the client's */
     json_object_del(json_object_get(t, "_meta"), MX_REV_META_SUBSCRIPTION_ID);
-    mcp_tasks_note(m, u, t, 0, true);
+    note(m, u, t, 0, true, false);
     mcp_modern_task_status(m, t);
     json_decref(t);
 }
@@ -643,6 +661,8 @@ void mcp_tasks26_from25(const char *method, json_t **result)
  * steps stop.
  */
 struct relay {
+    struct relay *next; /* the book's relays */
+    struct relay *prev;
     struct mx_mcp *m;
     struct mx_mcpup *u;
     struct upctx *ctx;
@@ -666,6 +686,13 @@ struct relay {
 
 static void relay_free(struct relay *r)
 {
+    struct mcp_taskbook *b = r->m->tasks;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        b->relays = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
     ev_timer_stop(r->m->loop, &r->tick);
     json_decref(r->caps);
     json_decref(r->task);
@@ -846,6 +873,10 @@ static struct relay *relay_new(struct mx_mcp *m, struct mx_session *s, struct mx
     mx_call_hold(c);
     ev_init(&r->tick, relay_tick);
     r->ctx = mcp_up_session(u, s);
+    r->next = m->tasks->relays;
+    if (r->next)
+        r->next->prev = r;
+    m->tasks->relays = r;
     return r;
 }
 
@@ -942,4 +973,20 @@ json_t *mcp_tasks_scrub(struct mx_mcp *m, const struct mx_mcpup *u, const char *
         return err;
     json_decref(err);
     return out;
+}
+
+/* Slot |idx| was retired: what its relays wait for will not come. */
+static void relays_retired(struct mcp_taskbook *b, size_t idx)
+{
+    for (struct relay *r = b->relays, *next; r; r = next) {
+        next = r->next;
+        if (r->u->idx != idx)
+            continue;
+        if (r->rpc)
+            r->m->ops->cancel(r->rpc);
+        r->rpc = NULL;
+        relay_error(r, MX_RPC_INTERNAL_ERROR,
+                    "the server that ran this task was removed from the configuration; its task "
+                    "is lost");
+    }
 }

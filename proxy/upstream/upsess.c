@@ -119,10 +119,11 @@ bool mx_upsess_is_ready(const struct mx_upsess *s)
     return s && s->ready;
 }
 
-void mx_upsess_keep(struct mx_upsess *s, const char *sid, const char *version, const json_t *init)
+void mx_upsess_keep(struct mx_upsess *s, bool on, const char *sid, const char *version,
+                    const json_t *init)
 {
     if (s && s->ops->keep)
-        s->ops->keep(s, sid, version, init);
+        s->ops->keep(s, on, sid, version, init);
 }
 
 const char *mx_upsess_session_id(const struct mx_upsess *s, const char **version)

@@ -119,15 +119,17 @@ void mx_upsess_close(struct mx_upsess *s);
 uint64_t mx_upsess_key(const struct mx_upsess *s);
 bool mx_upsess_is_ready(const struct mx_upsess *s);
 /*
- * Keep upstream session |s| beyond this process: it is not ended (no
- * DELETE) when closed, so the next run can take it up. With |sid| (and its
+ * Keep upstream session |s| beyond this process (|on|; false: it is ended
+ * as usual again): it is not ended (no DELETE) when closed, so the next
+ * run can take it up. With |sid| (and its
  * revision |version|), a session an earlier run kept: |s|, not started yet,
  * goes on in it instead of initializing, with the initialize result it had
  * (|init|, the catalogue's); an upstream that forgot it (404) gets a new
  * one. Only Streamable HTTP sessions of 2025 upstreams have one; others
  * ignore this.
  */
-void mx_upsess_keep(struct mx_upsess *s, const char *sid, const char *version, const json_t *init);
+void mx_upsess_keep(struct mx_upsess *s, bool on, const char *sid, const char *version,
+                    const json_t *init);
 /* The upstream session id of ready |s| and its revision (|*version|), or
  * NULL when it has none. */
 const char *mx_upsess_session_id(const struct mx_upsess *s, const char **version);

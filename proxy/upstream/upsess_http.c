@@ -1172,11 +1172,11 @@ static void http_close(struct mx_upsess *pub)
     mx_uph_unref(s);
 }
 
-static void http_keep(struct mx_upsess *pub, const char *sid, const char *version,
+static void http_keep(struct mx_upsess *pub, bool on, const char *sid, const char *version,
                       const json_t *init)
 {
     struct mx_uph_sess *s = HS(pub);
-    s->keep = true;
+    s->keep = on;
     if (sid == NULL || !json_is_object(init) || s->state != MX_UPH_IDLE || s->sid)
         return;
     free(s->resume_sid);

@@ -52,7 +52,8 @@ struct mx_upsess_ops {
      * calls it for every env, whatever the transport of its upstream). */
     void (*env_clear)(struct mx_upsess_env *env);
     /* Optional (mx_upsess_keep): NULL where there is no session to keep. */
-    void (*keep)(struct mx_upsess *s, const char *sid, const char *version, const json_t *init);
+    void (*keep)(struct mx_upsess *s, bool on, const char *sid, const char *version,
+                 const json_t *init);
     const char *(*session_id)(const struct mx_upsess *s, const char **version);
 };
 
