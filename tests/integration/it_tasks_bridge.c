@@ -152,6 +152,24 @@ static int listen_task(const struct world *w, const char *id, char **acc, size_t
     return fd;
 }
 
+/* A 2026-07-28 client's tools/call of |tool| with |args| that makes a task:
+ * a SEP-2663 CreateTaskResult with a sealed id, which it returns. */
+static char *create26(const struct world *w, const char *tool, const char *args)
+{
+    struct mx_it_answer a;
+    char *params = mx_xasprintf("\"name\":\"%s\",\"arguments\":%s", tool, args);
+    mx_it_post26(w->base, "/mcp", "tools/call", tool, params, TASKS_CAPS, NULL, NULL, NULL, &a);
+    json_t *created = mx_it_result(&a);
+    assert_string_equal(json_string_value(json_object_get(created, "resultType")), "task");
+    assert_non_null(json_object_get(created, "ttlMs"));
+    assert_null(json_object_get(created, "task"));
+    char *id = mx_xstrdup(json_string_value(json_object_get(created, "taskId")));
+    assert_sealed(id);
+    mx_it_answer_clear(&a);
+    free(params);
+    return id;
+}
+
 static json_t *get26(const struct world *w, const char *id, struct mx_it_answer *a)
 {
     char *params = mx_xasprintf("\"taskId\":\"%s\"", id);
@@ -165,18 +183,9 @@ static void test_client26_on_server25(void **state)
     struct world w;
     (void)state;
     world_start(&w);
-    struct mx_it_answer a;
+    struct mx_it_answer a = {0};
     /* a tool that runs only as a task, on a 2025-11-25 server */
-    mx_it_post26(w.base, "/mcp", "tools/call", "simulate-research-query",
-                 "\"name\":\"simulate-research-query\",\"arguments\":{\"topic\":\"tides\"}",
-                 TASKS_CAPS, NULL, NULL, NULL, &a);
-    json_t *created = mx_it_result(&a);
-    assert_string_equal(json_string_value(json_object_get(created, "resultType")), "task");
-    char *id = mx_xstrdup(json_string_value(json_object_get(created, "taskId")));
-    assert_sealed(id);
-    assert_non_null(json_object_get(created, "ttlMs"));
-    assert_null(json_object_get(created, "task"));
-    mx_it_answer_clear(&a);
+    char *id = create26(&w, "simulate-research-query", "{\"topic\":\"tides\"}");
     /* its status notifications, for a 2026 client that follows it */
     char *acc = NULL;
     size_t len = 0;
@@ -218,11 +227,7 @@ static void test_client26_on_server25(void **state)
     free(acc);
 
     /* a second, cancelled: an acknowledgement, then the Task says so */
-    mx_it_post26(w.base, "/mcp", "tools/call", "simulate-research-query",
-                 "\"name\":\"simulate-research-query\",\"arguments\":{\"topic\":\"ebb\"}",
-                 TASKS_CAPS, NULL, NULL, NULL, &a);
-    char *id2 = mx_xstrdup(json_string_value(json_object_get(mx_it_result(&a), "taskId")));
-    mx_it_answer_clear(&a);
+    char *id2 = create26(&w, "simulate-research-query", "{\"topic\":\"ebb\"}");
     char *params = mx_xasprintf("\"taskId\":\"%s\"", id2);
     mx_it_post26(w.base, "/mcp", "tasks/cancel", id2, params, TASKS_CAPS, NULL, NULL, NULL, &a);
     json_t *ack = mx_it_result(&a);
@@ -247,15 +252,7 @@ static void test_client26_follows_server26(void **state)
     struct world w;
     (void)state;
     world_start(&w);
-    struct mx_it_answer a;
-    mx_it_post26(w.base, "/mcp", "tools/call", "slow_compute",
-                 "\"name\":\"slow_compute\",\"arguments\":{\"seconds\":2,\"label\":\"neap\"}",
-                 TASKS_CAPS, NULL, NULL, NULL, &a);
-    json_t *created = mx_it_result(&a);
-    assert_string_equal(json_string_value(json_object_get(created, "resultType")), "task");
-    char *id = mx_xstrdup(json_string_value(json_object_get(created, "taskId")));
-    assert_sealed(id);
-    mx_it_answer_clear(&a);
+    char *id = create26(&w, "slow_compute", "{\"seconds\":2,\"label\":\"neap\"}");
     char *acc = NULL;
     size_t len = 0;
     int fd = listen_task(&w, id, &acc, &len);
