@@ -26,8 +26,8 @@ struct mx_sim_tasks;
  * of running tasks refuses a new one. */
 #define MX_SIM_TASKS_MAX 512
 
-/* 2025-11-25: the ttl a task gets when the request names none, the most it
- * may ask for, and the least it gets (a receiver may override, MCP
+/* 2025-11-25: the ttl a task has when the request names none, the most it
+ * may ask for, and the least it is given (a receiver may override, MCP
  * 2025-11-25, Tasks, TTL and Resource Management); tasks/list page size. */
 #define MX_SIM_TASKS_TTL_DEFAULT_MS 600000
 #define MX_SIM_TASKS_TTL_MAX_MS     86400000
