@@ -299,9 +299,11 @@ static void route_as(struct mx_mcp *m, struct mx_session *s, struct mx_call *c, 
     lc->sub_op = sub_op;
     const char *method = json_string_value(json_object_get(upmsg, "method"));
     lc->tasks = mcp_tasks25_involved(method, upmsg);
+    /* only a task request's: the rest pay no lookup */
     const char *tid =
-        json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"));
-    if (lc->tasks && tid)
+        lc->tasks ? json_string_value(json_object_get(json_object_get(upmsg, "params"), "taskId"))
+                  : NULL;
+    if (tid)
         lc->task_up = mx_xstrdup(tid);
     if (lc->tasks && mcp_tasks_modern(u)) {
         lc->tasks26 = true;

@@ -54,6 +54,25 @@ static bool offers(const struct mx_mcpup *u)
                                json_is_object(json_object_get(tools, "call")));
 }
 
+/* |up|, a task id of |u|, sealed for clients into |out|; false when it is
+ * longer than a sealed id carries. */
+static bool seal(const struct mx_mcp *m, const struct mx_mcpup *u, struct mx_str up,
+                 char out[MX_TASKID_TEXT_MAX])
+{
+    return mx_taskid_encode(mx_str_cstr(u->cfg->alias), up, m->task_key, out, MX_TASKID_TEXT_MAX) >=
+           0;
+}
+
+/* The configured upstream of |alias|, or NULL. */
+static struct mx_mcpup *by_alias(struct mx_mcp *m, const char *alias)
+{
+    for (size_t i = 0; i < m->up_cnt; i++) {
+        if (strcmp(m->ups[i]->cfg->alias, alias) == 0 && !m->ups[i]->up->retired)
+            return m->ups[i];
+    }
+    return NULL;
+}
+
 /* The upstream the sealed params.taskId of |msg| names, as mcp_tasks_route
  * says, the extension's declaration aside. */
 static struct mx_mcpup *route_id(struct mx_mcp *m, struct mx_call *c, const json_t *msg,
@@ -72,11 +91,7 @@ static struct mx_mcpup *route_id(struct mx_mcp *m, struct mx_call *c, const json
                       NULL);
         return NULL;
     }
-    struct mx_mcpup *u = NULL;
-    for (size_t i = 0; i < m->up_cnt && u == NULL; i++) {
-        if (strcmp(m->ups[i]->cfg->alias, t.alias) == 0 && !m->ups[i]->up->retired)
-            u = m->ups[i];
-    }
+    struct mx_mcpup *u = by_alias(m, t.alias);
     if (scope && u != scope) {
         mx_call_error(c, 200, MX_RPC_INVALID_PARAMS,
                       "Invalid params: unknown taskId (this task belongs to another server; ask "
@@ -102,12 +117,8 @@ struct mx_mcpup *mcp_tasks_upstream(struct mx_mcp *m, const char *id, const stru
 {
     if (id == NULL || mx_taskid_decode(mx_str_cstr(id), m->task_key, t) != 0)
         return NULL;
-    for (size_t i = 0; i < m->up_cnt; i++) {
-        struct mx_mcpup *u = m->ups[i];
-        if (strcmp(u->cfg->alias, t->alias) == 0 && !u->up->retired)
-            return scope == NULL || scope == u ? u : NULL;
-    }
-    return NULL;
+    struct mx_mcpup *u = by_alias(m, t->alias);
+    return scope == NULL || scope == u ? u : NULL;
 }
 
 struct mx_mcpup *mcp_tasks_route(struct mx_mcp *m, struct mx_call *c, const json_t *msg,
@@ -158,9 +169,7 @@ static bool seal_in(struct mx_mcp *m, const struct mx_mcpup *u, json_t *obj)
     char text[MX_TASKID_TEXT_MAX];
     if (!json_is_string(id))
         return true;
-    if (mx_taskid_encode(mx_str_cstr(u->cfg->alias),
-                         mx_str_make(json_string_value(id), json_string_length(id)), m->task_key,
-                         text, sizeof(text)) < 0)
+    if (!seal(m, u, mx_str_make(json_string_value(id), json_string_length(id)), text))
         return false;
     json_object_set_new(obj, "taskId", json_string(text));
     return true;
@@ -232,9 +241,7 @@ void mcp_tasks_seal(struct mx_mcp *m, const struct mx_mcpup *u, const char *meth
         !(strcmp(method, "tasks/get") == 0 ||
           (strcmp(method, "tools/call") == 0 && type && strcmp(type, "task") == 0)))
         return;
-    if (mx_taskid_encode(mx_str_cstr(u->cfg->alias),
-                         mx_str_make(json_string_value(id), json_string_length(id)), m->task_key,
-                         text, sizeof(text)) < 0) {
+    if (!seal(m, u, mx_str_make(json_string_value(id), json_string_length(id)), text)) {
         /* an id past the cap cannot be sealed: the client must not see it raw */
         json_object_clear(result);
         json_object_set_new(result, "isError", json_true());
@@ -595,8 +602,7 @@ void mcp_tasks25_from26(struct mx_mcp *m, const struct mx_mcpup *u, const char *
          * last one heard of, cancelled unless it had ended */
         char sealed[MX_TASKID_TEXT_MAX];
         struct booked *e = NULL;
-        if (mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_cstr(up_id), m->task_key, sealed,
-                             sizeof(sealed)) >= 0)
+        if (seal(m, u, mx_str_cstr(up_id), sealed))
             e = find(m->tasks, sealed, ev_now(m->loop));
         out = e && !e->modern ? json_deep_copy(e->task)
                               : json_pack("{s:s, s:n}", "taskId", up_id, "ttl");
@@ -887,8 +893,7 @@ static void relay_start(struct mx_mcp *m, struct mx_session *s, struct mx_call *
     struct relay *r = relay_new(m, s, c, u);
     r->modern_client = modern_client;
     r->up_id = mx_xstrdup(id ? id : "");
-    if (mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_cstr(r->up_id), m->task_key, r->sealed,
-                         sizeof(r->sealed)) < 0)
+    if (!seal(m, u, mx_str_cstr(r->up_id), r->sealed))
         r->sealed[0] = '\0';
     if (!modern_client) {
         r->caps = mcp_client_caps(s);
@@ -952,9 +957,7 @@ json_t *mcp_tasks_scrub(struct mx_mcp *m, const struct mx_mcpup *u, const char *
     size_t n = up_id ? strlen(up_id) : 0;
     char sealed[MX_TASKID_TEXT_MAX];
     char *text = n >= 8 ? json_dumps(err, JSON_COMPACT) : NULL;
-    if (text == NULL || strstr(text, up_id) == NULL ||
-        mx_taskid_encode(mx_str_cstr(u->cfg->alias), mx_str_make(up_id, n), m->task_key, sealed,
-                         sizeof(sealed)) < 0) {
+    if (text == NULL || strstr(text, up_id) == NULL || !seal(m, u, mx_str_make(up_id, n), sealed)) {
         free(text);
         return err;
     }

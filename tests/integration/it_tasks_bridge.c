@@ -170,6 +170,29 @@ static char *create26(const struct world *w, const char *tool, const char *args)
     return id;
 }
 
+/* Read listen stream |fd| until task |id| is "completed": a
+ * notifications/tasks naming it by the sealed id, tagged with the listen's
+ * subscription (90), its text holding |text| when not NULL; |fd| is closed
+ * and |*acc| freed. */
+static void assert_followed(int fd, char **acc, size_t *len, const char *id, const char *text,
+                            int timeout_ms)
+{
+    assert_true(mx_it_raw_wait(fd, acc, len, "\"status\":\"completed\"", 1, timeout_ms));
+    const char *note = strstr(*acc, "\"method\":\"notifications/tasks\"");
+    assert_non_null(note);
+    char *named = mx_xasprintf("\"taskId\":\"%s\"", id);
+    assert_non_null(strstr(note, named));
+    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":90"));
+    if (text)
+        assert_non_null(strstr(note, text));
+    /* SEP-2663 form, never 2025's */
+    assert_null(strstr(*acc, "\"ttl\":"));
+    free(named);
+    close(fd);
+    free(*acc);
+    *acc = NULL;
+}
+
 static json_t *get26(const struct world *w, const char *id, struct mx_it_answer *a)
 {
     char *params = mx_xasprintf("\"taskId\":\"%s\"", id);
@@ -215,16 +238,7 @@ static void test_client26_on_server25(void **state)
     mx_it_answer_clear(&a);
     /* notifications/tasks as SEP-2663 has them, by the sealed id, on the
      * listen stream they were asked on */
-    assert_true(mx_it_raw_wait(fd, &acc, &len, "\"status\":\"completed\"", 1, 10000));
-    const char *note = strstr(acc, "\"method\":\"notifications/tasks\"");
-    assert_non_null(note);
-    char *named = mx_xasprintf("\"taskId\":\"%s\"", id);
-    assert_non_null(strstr(note, named));
-    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":90"));
-    assert_null(strstr(acc, "\"ttl\":"));
-    free(named);
-    close(fd);
-    free(acc);
+    assert_followed(fd, &acc, &len, id, NULL, 10000);
 
     /* a second, cancelled: an acknowledgement, then the Task says so */
     char *id2 = create26(&w, "simulate-research-query", "{\"topic\":\"ebb\"}");
@@ -256,17 +270,78 @@ static void test_client26_follows_server26(void **state)
     char *acc = NULL;
     size_t len = 0;
     int fd = listen_task(&w, id, &acc, &len);
-    assert_true(mx_it_raw_wait(fd, &acc, &len, "\"status\":\"completed\"", 1, 15000));
-    const char *note = strstr(acc, "\"method\":\"notifications/tasks\"");
-    assert_non_null(note);
-    char *named = mx_xasprintf("\"taskId\":\"%s\"", id);
-    assert_non_null(strstr(note, named));
-    assert_non_null(strstr(note, "Computed neap in 2 s"));
-    assert_non_null(strstr(note, "\"io.modelcontextprotocol/subscriptionId\":90"));
-    free(named);
-    close(fd);
-    free(acc);
+    assert_followed(fd, &acc, &len, id, "Computed neap in 2 s", 15000);
     free(id);
+    world_end(&w);
+    mx_it_pass();
+}
+
+/* A 2025-11-25 request |body| in session |sid| at |url|: its result. */
+static json_t *post25(const char *url, const char *sid, const char *body, struct mx_it_answer *a)
+{
+    char *sid_h = mx_xasprintf("Mcp-Session-Id: %s", sid);
+    const char *hdrs[] = {"Content-Type: application/json",
+                          "Accept: application/json, text/event-stream",
+                          "MCP-Protocol-Version: 2025-11-25", sid_h, NULL};
+    memset(a, 0, sizeof(*a));
+    assert_int_equal(
+        mx_it_http_full("POST", url, hdrs, body, 30000, &a->status, &a->headers, &a->body), 0);
+    mx_it_answer_parse(a);
+    free(sid_h);
+    return mx_it_result(a);
+}
+
+/* A 2025 session's task on |tool|: its sealed id. */
+static char *create25(const char *url, const char *sid, const char *tool, const char *args)
+{
+    struct mx_it_answer a;
+    char *body = mx_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                              "{\"name\":\"%s\",\"arguments\":%s,\"task\":{\"ttl\":60000}}}",
+                              tool, args);
+    json_t *task = json_object_get(post25(url, sid, body, &a), "task");
+    char *id = mx_xstrdup(json_string_value(json_object_get(task, "taskId")));
+    assert_sealed(id);
+    mx_it_answer_clear(&a);
+    free(body);
+    return id;
+}
+
+/* tasks/list at /mcp is the caller's own tasks, across both servers (one
+ * bridged from 2026-07-28), and no other client's. */
+static void test_list_is_the_callers(void **state)
+{
+    struct world w;
+    struct mx_it_answer a;
+    char sid_a[128], sid_b[128];
+    (void)state;
+    world_start(&w);
+    char *url = mx_xasprintf("%s/mcp", w.base);
+    mx_it_open_session(url, "client-a", sid_a, sizeof(sid_a));
+    mx_it_open_session(url, "client-b", sid_b, sizeof(sid_b));
+    char *on26 = create25(url, sid_a, "slow_compute", "{\"seconds\":1,\"label\":\"a\"}");
+    char *on25 = create25(url, sid_a, "simulate-research-query", "{\"topic\":\"a\"}");
+    static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/list\"}";
+    json_t *tasks = json_object_get(post25(url, sid_a, list, &a), "tasks");
+    assert_int_equal(json_array_size(tasks), 2);
+    bool seen26 = false, seen25 = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tasks, i, t)
+    {
+        const char *id = json_string_value(json_object_get(t, "taskId"));
+        assert_non_null(id);
+        seen26 = seen26 || strcmp(id, on26) == 0;
+        seen25 = seen25 || strcmp(id, on25) == 0;
+        assert_non_null(json_object_get(t, "status"));
+    }
+    assert_true(seen26 && seen25);
+    mx_it_answer_clear(&a);
+    tasks = json_object_get(post25(url, sid_b, list, &a), "tasks");
+    assert_int_equal(json_array_size(tasks), 0);
+    mx_it_answer_clear(&a);
+    free(on25);
+    free(on26);
+    free(url);
     world_end(&w);
     mx_it_pass();
 }
@@ -278,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client26_on_server25, mx_it_setup, mx_it_teardown),
         cmocka_unit_test_setup_teardown(test_client26_follows_server26, mx_it_setup,
                                         mx_it_teardown),
+        cmocka_unit_test_setup_teardown(test_list_is_the_callers, mx_it_setup, mx_it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
